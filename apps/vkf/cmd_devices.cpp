@@ -1,0 +1,62 @@
+// vkf devices: list every Vulkan device (table or --json); --self-check runs a small kernel on
+// the selected device and compares it with the CPU.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "apps/vkf/command.h"
+#include "engine/engine.h"
+#include "engine/ops/basic.h"
+
+namespace vkf::app {
+namespace {
+
+int self_check(const std::string& selector) {
+  auto instance = std::make_shared<Instance>();
+  auto dev = Device::create(instance, {.selector = selector});
+  constexpr uint32_t n = 100003;  // not a multiple of any workgroup size
+  std::vector<float> x(n), y(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    x[i] = std::sin(float(i));
+    y[i] = std::cos(float(i));
+  }
+  Buffer bx = dev->allocate(n * 4, "x"), by = dev->allocate(n * 4, "y");
+  Buffer scalars = dev->allocate(16, "scalars", MemoryKind::host);
+  dev->upload(bx, x);
+  dev->upload(by, y);
+  reinterpret_cast<float*>(scalars.mapped())[0] = 0.5f;
+  Recorder rec(*dev);
+  ops::axpy(*dev, rec, bx, by, scalars, 0, n);
+  rec.finish().run();
+  auto got = dev->download<float>(by, n);
+  double worst = 0;
+  for (uint32_t i = 0; i < n; ++i) worst = std::max(worst, double(std::fabs(got[i] - (0.5f * x[i] + y[i]))));
+  std::printf("self-check on %s: axpy over %u elements, max error %.3g: %s\n",
+              dev->label().c_str(), n, worst, worst < 1e-6 ? "ok" : "FAILED");
+  return worst < 1e-6 ? 0 : 1;
+}
+
+RegisterCommand reg("devices", "List Vulkan devices and their capabilities", [](CLI::App& sub) {
+  auto json = std::make_shared<bool>(false);
+  auto check = std::make_shared<bool>(false);
+  auto selector = std::make_shared<std::string>();
+  sub.add_flag("--json", *json, "Machine-readable output");
+  sub.add_flag("--self-check", *check, "Run a kernel on the selected device and verify it");
+  sub.add_option("--device", *selector, "Device for --self-check: index, vendor or name part");
+  return [=]() {
+    Instance instance;
+    auto infos = query_all_devices(instance.physical_devices());
+    if (*json) {
+      std::cout << devices_json(infos) << "\n";
+    } else {
+      std::cout << devices_table(infos);
+      if (!infos.empty())
+        std::cout << "default device: [" << select_device(infos, "").index << "]\n";
+    }
+    if (*check) return self_check(*selector);
+    return 0;
+  };
+});
+
+}  // namespace
+}  // namespace vkf::app

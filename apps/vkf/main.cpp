@@ -1,0 +1,44 @@
+// vkf: one command line with subcommands. Each subcommand lives in cmd_<name>.cpp; this file
+// only wires them up and turns errors into one line and a non-zero exit.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <map>
+
+#include "apps/vkf/command.h"
+#include "engine/error.h"
+
+namespace vkf::app {
+std::vector<Command>& commands() {
+  static std::vector<Command> list;
+  return list;
+}
+}  // namespace vkf::app
+
+int main(int argc, char** argv) {
+  CLI::App app{"vkformer: train and run the Transformer on any Vulkan device", "vkf"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "vkf 0.1.0");
+  std::map<CLI::App*, std::function<int()>> runners;
+  for (auto& cmd : vkf::app::commands()) {
+    CLI::App* sub = app.add_subcommand(cmd.name, cmd.description);
+    runners[sub] = cmd.setup(*sub);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, run] : runners)
+      if (sub->parsed()) return run();
+  } catch (const vkf::Error& e) {
+    std::fprintf(stderr, "vkf: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vkf: error: %s\n", e.what());
+    return 1;
+  }
+  return 1;
+}

@@ -1,0 +1,258 @@
+#include "engine/device.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/error.h"
+
+namespace vkf {
+namespace {
+
+std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice physical) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, exts.data());
+  return exts;
+}
+
+bool has(const std::vector<VkExtensionProperties>& exts, const char* name) {
+  return std::any_of(exts.begin(), exts.end(),
+                     [&](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+std::string make_label(const DeviceInfo& info) {
+  return "device [" + std::to_string(info.index) + "] " + info.name;
+}
+
+}  // namespace
+
+Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
+               const DeviceOptions& options)
+    : instance_(std::move(instance)), info_(info), options_(options), label_(make_label(info)) {
+  auto exts = device_extensions(info.physical);
+  std::vector<const char*> enable;
+  // Only what the engine uses, and only where present: a device without them still runs the
+  // fp32 paths.
+  for (const char* e : {VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME,
+                        VK_KHR_MAINTENANCE_4_EXTENSION_NAME, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME,
+                        "VK_NV_cooperative_matrix"})
+    if (has(exts, e)) enable.push_back(e);
+
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceSubgroupSizeControlFeatures sg{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+  VkPhysicalDeviceMaintenance4Features m4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  f11.storageBuffer16BitAccess = info.storage16;
+  f12.shaderFloat16 = info.fp16;
+  f12.shaderInt8 = info.int8;
+  f11.pNext = &f12;
+  void** tail = &f12.pNext;
+  if (has(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME) && info.subgroup_size_control) {
+    sg.subgroupSizeControl = VK_TRUE;
+    *tail = &sg;
+    tail = &sg.pNext;
+  }
+  if (has(exts, VK_KHR_MAINTENANCE_4_EXTENSION_NAME)) {
+    m4.maintenance4 = VK_TRUE;
+    *tail = &m4;
+    tail = &m4.pNext;
+  }
+  if (info.nv_coopmat) {
+    coop.cooperativeMatrix = VK_TRUE;
+    *tail = &coop;
+  }
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &f11;
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qi.queueFamilyIndex = info.compute_queue_family;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+  VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  di.pNext = &features;
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  di.enabledExtensionCount = static_cast<uint32_t>(enable.size());
+  di.ppEnabledExtensionNames = enable.data();
+  check(vkCreateDevice(info.physical, &di, nullptr, &device_), "creating " + label_);
+  vkGetDeviceQueue(device_, info.compute_queue_family, 0, &queue_);
+  init_common();
+}
+
+Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& info,
+               VkDevice device, VkQueue queue, const DeviceOptions& options)
+    : instance_(std::move(instance)),
+      info_(info),
+      options_(options),
+      label_(make_label(info) + " (adopted)"),
+      owned_(false),
+      device_(device),
+      queue_(queue) {
+  // The host decided which features it enabled; rely on none beyond Vulkan 1.2 core.
+  info_.fp16 = info_.int8 = info_.storage16 = info_.nv_coopmat = info_.khr_coopmat = false;
+  info_.subgroup_size_control = false;
+  info_.memory_budget = false;
+  init_common();
+}
+
+std::unique_ptr<Device> Device::create(std::shared_ptr<Instance> instance,
+                                       const DeviceOptions& options) {
+  auto infos = query_all_devices(instance->physical_devices());
+  const DeviceInfo& chosen = select_device(infos, options.selector);
+  return std::make_unique<Device>(std::move(instance), chosen, options);
+}
+
+std::unique_ptr<Device> Device::adopt(std::shared_ptr<Instance> instance,
+                                      VkPhysicalDevice physical, VkDevice device, VkQueue queue,
+                                      uint32_t queue_family, const DeviceOptions& options) {
+  if (device == VK_NULL_HANDLE || queue == VK_NULL_HANDLE || physical == VK_NULL_HANDLE)
+    throw Error("Device::adopt: null handle");
+  auto physicals = instance->physical_devices();
+  uint32_t index = 0;
+  for (uint32_t i = 0; i < physicals.size(); ++i)
+    if (physicals[i] == physical) index = i;
+  DeviceInfo info = query_device_info(physical, index);
+  info.compute_queue_family = queue_family;
+  return std::unique_ptr<Device>(
+      new Device(Adopted{}, std::move(instance), info, device, queue, options));
+}
+
+void Device::init_common() {
+  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pi.queueFamilyIndex = info_.compute_queue_family;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  check(vkCreateCommandPool(device_, &pi, nullptr, &pool), "creating command pool on " + label_);
+  pool_ = OwnedCommandPool(device_, pool);
+
+  allocator_ = std::make_unique<Allocator>(device_, info_, label_, options_.memory);
+  std::string cache_dir = options_.pipeline_cache_dir.value_or(default_pipeline_cache_dir());
+  pipeline_cache_ = std::make_unique<PipelineCache>(device_, info_, cache_dir);
+  kernels_ = std::make_unique<KernelCache>(device_, pipeline_cache_->get(), label_,
+                                           info_.subgroup_size_control);
+  staging_ = allocator_->allocate(options_.staging_bytes, MemoryKind::host, "staging ring");
+
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  check(vkAllocateCommandBuffers(device_, &ai, &transfer_cmd_), "allocating command buffer");
+  transfer_fence_ = OwnedFence(device_, create_fence());
+}
+
+Device::~Device() {
+  // Wait only for our own work: an adopted queue may carry the host's commands too.
+  if (transfer_fence_) {
+    VkFence f = transfer_fence_.get();
+    vkWaitForFences(device_, 1, &f, VK_TRUE, UINT64_MAX);
+  }
+  transfer_fence_.reset();
+  staging_.reset();
+  kernels_.reset();
+  pipeline_cache_.reset();
+  allocator_.reset();
+  pool_.reset();
+  if (owned_) vkDestroyDevice(device_, nullptr);
+}
+
+VkFence Device::create_fence() {
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  fi.flags = VK_FENCE_CREATE_SIGNALED_BIT;
+  VkFence fence = VK_NULL_HANDLE;
+  check(vkCreateFence(device_, &fi, nullptr, &fence), "creating fence on " + label_);
+  return fence;
+}
+
+void Device::submit(VkCommandBuffer cmd, VkFence fence, const std::string& what) {
+  check(vkResetFences(device_, 1, &fence), "resetting fence on " + label_);
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cmd;
+  check(vkQueueSubmit(queue_, 1, &si, fence), "submitting " + what + " on " + label_);
+}
+
+void Device::wait_fence(VkFence fence, const std::string& what) {
+  auto timeout_ns = static_cast<uint64_t>(options_.timeout_seconds * 1e9);
+  VkResult r = vkWaitForFences(device_, 1, &fence, VK_TRUE, timeout_ns);
+  if (r == VK_TIMEOUT)
+    throw Error("timed out after " + std::to_string(options_.timeout_seconds) + " s waiting for " +
+                what + " on " + label_ + " (the device may be hung)");
+  check(r, "waiting for " + what + " on " + label_);
+}
+
+void Device::run_once(const std::function<void(VkCommandBuffer)>& record,
+                      const std::string& what) {
+  VkFence fence = transfer_fence_.get();
+  wait_fence(fence, what);
+  check(vkResetCommandBuffer(transfer_cmd_, 0), "resetting command buffer");
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(transfer_cmd_, &bi), "beginning command buffer");
+  // Earlier submissions (compute or transfer) may still be writing what this one touches.
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  vkCmdPipelineBarrier(transfer_cmd_,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                       &mb, 0, nullptr, 0, nullptr);
+  record(transfer_cmd_);
+  // Make the results visible to the host and to later submissions.
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
+                     VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT;
+  vkCmdPipelineBarrier(transfer_cmd_,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+                           VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       0, 1, &mb, 0, nullptr, 0, nullptr);
+  check(vkEndCommandBuffer(transfer_cmd_), "ending command buffer");
+  submit(transfer_cmd_, fence, what);
+  wait_fence(fence, what);
+}
+
+void Device::upload(const BufferRef& dst, const void* src, size_t bytes) {
+  if (bytes > dst.size)
+    throw Error("upload of " + std::to_string(bytes) + " bytes into a buffer of " +
+                std::to_string(dst.size));
+  const auto* in = static_cast<const std::byte*>(src);
+  for (size_t done = 0; done < bytes;) {
+    size_t n = std::min<size_t>(bytes - done, staging_.size());
+    std::memcpy(staging_.mapped(), in + done, n);
+    run_once(
+        [&](VkCommandBuffer cmd) {
+          VkBufferCopy c{staging_.ref().offset, dst.offset + done, n};
+          vkCmdCopyBuffer(cmd, staging_.ref().buffer, dst.buffer, 1, &c);
+        },
+        "upload");
+    done += n;
+  }
+}
+
+void Device::download(const BufferRef& src, void* dst, size_t bytes) {
+  if (bytes > src.size)
+    throw Error("download of " + std::to_string(bytes) + " bytes from a buffer of " +
+                std::to_string(src.size));
+  auto* out = static_cast<std::byte*>(dst);
+  for (size_t done = 0; done < bytes;) {
+    size_t n = std::min<size_t>(bytes - done, staging_.size());
+    run_once(
+        [&](VkCommandBuffer cmd) {
+          VkBufferCopy c{src.offset + done, staging_.ref().offset, n};
+          vkCmdCopyBuffer(cmd, src.buffer, staging_.ref().buffer, 1, &c);
+        },
+        "download");
+    std::memcpy(out + done, staging_.mapped(), n);
+    done += n;
+  }
+}
+
+}  // namespace vkf

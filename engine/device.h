@@ -1,0 +1,109 @@
+#pragma once
+// A logical device and everything hung off it: compute queue, command pool, memory, kernels,
+// pipeline cache and the staging ring. No global state: every engine object belongs to one
+// Device, and several Devices (also on one physical device) live side by side.
+#include <vulkan/vulkan.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/device_info.h"
+#include "engine/handles.h"
+#include "engine/instance.h"
+#include "engine/kernel.h"
+#include "engine/memory.h"
+
+namespace vkf {
+
+struct DeviceOptions {
+  std::string selector;  // see select_device(); "" = best device
+  // Where the on-disk pipeline cache lives: nullopt = default_pipeline_cache_dir(), "" = none.
+  std::optional<std::string> pipeline_cache_dir;
+  AllocatorOptions memory;
+  VkDeviceSize staging_bytes = 16ull << 20;
+  double timeout_seconds = 600.0;  // a submission that takes longer is reported as hung
+};
+
+class Device {
+ public:
+  // Creates a VkDevice with one compute queue on info's physical device.
+  Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
+         const DeviceOptions& options = {});
+  // Selects a physical device by options.selector, then as above.
+  static std::unique_ptr<Device> create(std::shared_ptr<Instance> instance,
+                                        const DeviceOptions& options = {});
+  // Borrows a device and compute queue owned by the host application. They are never
+  // destroyed, and the engine waits only on its own fences, never on the host's queue or device.
+  // Only Vulkan 1.2 core features are assumed enabled.
+  static std::unique_ptr<Device> adopt(std::shared_ptr<Instance> instance, VkPhysicalDevice physical,
+                                       VkDevice device, VkQueue queue, uint32_t queue_family,
+                                       const DeviceOptions& options = {});
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const DeviceInfo& info() const { return info_; }
+  const std::string& label() const { return label_; }  // "[0] llvmpipe (LLVM 15...)"
+  VkDevice handle() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  VkCommandPool command_pool() const { return pool_.get(); }
+  Instance& instance() const { return *instance_; }
+  double timeout_seconds() const { return options_.timeout_seconds; }
+
+  Allocator& memory() { return *allocator_; }
+  Buffer allocate(VkDeviceSize bytes, const std::string& what,
+                  MemoryKind kind = MemoryKind::device) {
+    return allocator_->allocate(bytes, kind, what);
+  }
+  const Kernel& kernel(const KernelSpec& spec) { return kernels_->get(spec); }
+  PipelineCache& pipeline_cache() { return *pipeline_cache_; }
+
+  // Blocking copies through the staging ring.
+  void upload(const BufferRef& dst, const void* src, size_t bytes);
+  void download(const BufferRef& src, void* dst, size_t bytes);
+  template <typename T>
+  void upload(const BufferRef& dst, const std::vector<T>& v) {
+    upload(dst, v.data(), v.size() * sizeof(T));
+  }
+  template <typename T>
+  std::vector<T> download(const BufferRef& src, size_t count) {
+    std::vector<T> v(count);
+    download(src, v.data(), count * sizeof(T));
+    return v;
+  }
+
+  // Records commands into a one-off command buffer, submits it and waits.
+  void run_once(const std::function<void(VkCommandBuffer)>& record, const std::string& what);
+  // Submits a recorded command buffer with `fence`; wait_fence() turns timeouts and device loss
+  // into clear errors naming this device.
+  void submit(VkCommandBuffer cmd, VkFence fence, const std::string& what);
+  void wait_fence(VkFence fence, const std::string& what);
+  VkFence create_fence();
+
+ private:
+  struct Adopted {};
+  Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& info, VkDevice device,
+         VkQueue queue, const DeviceOptions& options);
+  void init_common();
+
+  std::shared_ptr<Instance> instance_;
+  DeviceInfo info_;
+  DeviceOptions options_;
+  std::string label_;
+  bool owned_ = true;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  // Destroyed in reverse order, before the device.
+  OwnedCommandPool pool_;
+  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<PipelineCache> pipeline_cache_;
+  std::unique_ptr<KernelCache> kernels_;
+  Buffer staging_;
+  VkCommandBuffer transfer_cmd_ = VK_NULL_HANDLE;
+  OwnedFence transfer_fence_;
+};
+
+}  // namespace vkf

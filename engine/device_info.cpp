@@ -1,0 +1,305 @@
+#include "engine/device_info.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/error.h"
+
+namespace vkf {
+namespace {
+
+Vendor vendor_from_id(uint32_t id) {
+  switch (id) {
+    case 0x10DE: return Vendor::nvidia;
+    case 0x1002: return Vendor::amd;
+    case 0x8086: return Vendor::intel;
+    case 0x13B5: return Vendor::arm;
+    case 0x5143: return Vendor::qualcomm;
+    case 0x106B: return Vendor::apple;
+    case 0x1010: return Vendor::imgtec;
+    case 0x10005: return Vendor::mesa;
+    default: return Vendor::other;
+  }
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
+  return std::any_of(exts.begin(), exts.end(),
+                     [&](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+int type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
+    default: return 4;
+  }
+}
+
+}  // namespace
+
+uint64_t DeviceInfo::device_local_bytes() const {
+  uint64_t total = 0;
+  for (const auto& h : heaps)
+    if (h.device_local) total += h.size_bytes;
+  return total;
+}
+
+std::string DeviceInfo::type_name() const {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+std::string DeviceInfo::vendor_name() const {
+  switch (vendor) {
+    case Vendor::nvidia: return "nvidia";
+    case Vendor::amd: return "amd";
+    case Vendor::intel: return "intel";
+    case Vendor::arm: return "arm";
+    case Vendor::qualcomm: return "qualcomm";
+    case Vendor::apple: return "apple";
+    case Vendor::imgtec: return "imgtec";
+    case Vendor::mesa: return "mesa";
+    default: return "other";
+  }
+}
+
+std::string DeviceInfo::driver_version_string() const {
+  std::ostringstream s;
+  if (vendor == Vendor::nvidia) {
+    // NVIDIA packs 10.8.8.6 bits.
+    s << (driver_version >> 22) << '.' << ((driver_version >> 14) & 0xff) << '.'
+      << ((driver_version >> 6) & 0xff);
+  } else {
+    s << VK_API_VERSION_MAJOR(driver_version) << '.' << VK_API_VERSION_MINOR(driver_version) << '.'
+      << VK_API_VERSION_PATCH(driver_version);
+  }
+  return s.str();
+}
+
+DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index) {
+  DeviceInfo info;
+  info.index = index;
+  info.physical = physical;
+
+  uint32_t ext_count = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &ext_count, nullptr);
+  std::vector<VkExtensionProperties> exts(ext_count);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &ext_count, exts.data());
+  info.nv_coopmat = has_extension(exts, "VK_NV_cooperative_matrix");
+  info.khr_coopmat = has_extension(exts, "VK_KHR_cooperative_matrix");
+  info.memory_budget = has_extension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceSubgroupSizeControlProperties sg_control{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+  VkPhysicalDeviceMaintenance3Properties maint3{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceMaintenance4Properties maint4{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
+  driver.pNext = &subgroup;
+  subgroup.pNext = &maint3;
+  bool has_sg_control = has_extension(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  bool has_maint4 = has_extension(exts, VK_KHR_MAINTENANCE_4_EXTENSION_NAME);
+  void** tail = &maint3.pNext;
+  if (has_sg_control) {
+    *tail = &sg_control;
+    tail = &sg_control.pNext;
+  }
+  if (has_maint4) *tail = &maint4;
+  VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props2.pNext = &driver;
+  vkGetPhysicalDeviceProperties2(physical, &props2);
+  const auto& p = props2.properties;
+
+  info.name = p.deviceName;
+  info.vendor_id = p.vendorID;
+  info.device_id = p.deviceID;
+  info.vendor = vendor_from_id(p.vendorID);
+  info.type = p.deviceType;
+  info.api_version = p.apiVersion;
+  info.driver_version = p.driverVersion;
+  info.driver_name = driver.driverName;
+  info.driver_info = driver.driverInfo;
+  std::memcpy(info.pipeline_cache_uuid.data(), p.pipelineCacheUUID, VK_UUID_SIZE);
+  info.subgroup_size = subgroup.subgroupSize;
+  info.subgroup_arithmetic =
+      (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+      (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  info.min_subgroup_size = has_sg_control ? sg_control.minSubgroupSize : subgroup.subgroupSize;
+  info.max_subgroup_size = has_sg_control ? sg_control.maxSubgroupSize : subgroup.subgroupSize;
+  info.shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
+  info.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
+  for (int i = 0; i < 3; ++i) {
+    info.max_workgroup_size[i] = p.limits.maxComputeWorkGroupSize[i];
+    info.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
+  }
+  info.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  info.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
+  info.max_allocation_bytes = maint3.maxMemoryAllocationSize;
+  // Without maintenance4 there is no stated limit; the storage-buffer range bounds what a shader
+  // can see anyway.
+  info.max_buffer_bytes = has_maint4 ? maint4.maxBufferSize : maint3.maxMemoryAllocationSize;
+  info.timestamp_period_ns = p.limits.timestampPeriod;
+
+  VkPhysicalDeviceSubgroupSizeControlFeatures sg_features{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  f11.pNext = &f12;
+  if (has_sg_control) f12.pNext = &sg_features;
+  VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features2.pNext = &f11;
+  vkGetPhysicalDeviceFeatures2(physical, &features2);
+  info.fp16 = f12.shaderFloat16;
+  info.int8 = f12.shaderInt8;
+  info.storage16 = f11.storageBuffer16BitAccess;
+  info.subgroup_size_control = has_sg_control && sg_features.subgroupSizeControl;
+
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(physical, &mem);
+  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
+    info.heaps.push_back({mem.memoryHeaps[i].size,
+                          (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0});
+
+  uint32_t family_count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &family_count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(family_count);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &family_count, families.data());
+  // Prefer a compute family that also does graphics: it is the "universal" queue with timestamp
+  // support everywhere; a compute-only family is taken when it is the only one.
+  int chosen = -1;
+  for (uint32_t i = 0; i < family_count; ++i) {
+    if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    if (chosen < 0 || (families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) {
+      chosen = static_cast<int>(i);
+      if (families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT) break;
+    }
+  }
+  if (chosen >= 0) {
+    info.compute_queue_family = static_cast<uint32_t>(chosen);
+    info.timestamp_valid_bits = families[chosen].timestampValidBits;
+  }
+  return info;
+}
+
+std::vector<DeviceInfo> query_all_devices(const std::vector<VkPhysicalDevice>& physicals) {
+  std::vector<DeviceInfo> out;
+  for (uint32_t i = 0; i < physicals.size(); ++i) out.push_back(query_device_info(physicals[i], i));
+  return out;
+}
+
+const DeviceInfo& select_device(const std::vector<DeviceInfo>& devices,
+                                const std::string& selector) {
+  if (devices.empty())
+    throw Error(
+        "no Vulkan device found; install a driver (Debian: mesa-vulkan-drivers provides the CPU "
+        "device lavapipe)");
+  if (selector.empty() || selector == "auto" || selector == "best") {
+    const DeviceInfo* best = &devices[0];
+    for (const auto& d : devices) {
+      int r = type_rank(d.type), rb = type_rank(best->type);
+      if (r < rb || (r == rb && d.device_local_bytes() > best->device_local_bytes())) best = &d;
+    }
+    return *best;
+  }
+  bool numeric = std::all_of(selector.begin(), selector.end(),
+                             [](unsigned char c) { return std::isdigit(c); });
+  if (numeric) {
+    size_t idx = std::stoul(selector);
+    if (idx < devices.size()) return devices[idx];
+  } else {
+    std::string sel = lower(selector);
+    for (const auto& d : devices)
+      if (d.vendor_name() == sel || d.type_name() == sel) return d;
+    for (const auto& d : devices)
+      if (lower(d.name).find(sel) != std::string::npos) return d;
+  }
+  std::string msg = "no Vulkan device matches '" + selector + "'; devices:";
+  for (const auto& d : devices)
+    msg += " [" + std::to_string(d.index) + "] " + d.name + " (" + d.vendor_name() + ", " +
+           d.type_name() + ");";
+  msg += " select by index, vendor, type or a part of the name";
+  throw Error(msg);
+}
+
+std::string devices_table(const std::vector<DeviceInfo>& devices) {
+  std::ostringstream s;
+  for (const auto& d : devices) {
+    s << "[" << d.index << "] " << d.name << "\n";
+    s << "    vendor " << d.vendor_name() << " (0x" << std::hex << d.vendor_id << std::dec
+      << "), " << d.type_name() << ", driver " << d.driver_name << " " << d.driver_info
+      << ", Vulkan " << VK_API_VERSION_MAJOR(d.api_version) << "."
+      << VK_API_VERSION_MINOR(d.api_version) << "." << VK_API_VERSION_PATCH(d.api_version) << "\n";
+    s << "    memory:";
+    for (size_t i = 0; i < d.heaps.size(); ++i)
+      s << " heap" << i << " " << format_bytes(d.heaps[i].size_bytes)
+        << (d.heaps[i].device_local ? " device-local" : " host");
+    s << "\n";
+    s << "    subgroup " << d.subgroup_size << " (" << d.min_subgroup_size << ".."
+      << d.max_subgroup_size << "), shared memory " << format_bytes(d.shared_memory_bytes)
+      << ", workgroup max " << d.max_workgroup_invocations << "\n";
+    s << "    fp16 " << (d.fp16 ? "yes" : "no") << ", int8 " << (d.int8 ? "yes" : "no")
+      << ", 16-bit storage " << (d.storage16 ? "yes" : "no") << ", cooperative matrix "
+      << (d.khr_coopmat ? "KHR" : "") << (d.khr_coopmat && d.nv_coopmat ? "+" : "")
+      << (d.nv_coopmat ? "NV" : "") << (!d.khr_coopmat && !d.nv_coopmat ? "no" : "")
+      << ", timestamps " << (d.timestamp_valid_bits ? "yes" : "no") << "\n";
+  }
+  return s.str();
+}
+
+std::string devices_json(const std::vector<DeviceInfo>& devices) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& d : devices) {
+    nlohmann::json heaps = nlohmann::json::array();
+    for (const auto& h : d.heaps)
+      heaps.push_back({{"size_bytes", h.size_bytes}, {"device_local", h.device_local}});
+    out.push_back({
+        {"index", d.index},
+        {"name", d.name},
+        {"vendor", d.vendor_name()},
+        {"vendor_id", d.vendor_id},
+        {"device_id", d.device_id},
+        {"type", d.type_name()},
+        {"driver_name", d.driver_name},
+        {"driver_info", d.driver_info},
+        {"driver_version", d.driver_version_string()},
+        {"api_version", std::to_string(VK_API_VERSION_MAJOR(d.api_version)) + "." +
+                            std::to_string(VK_API_VERSION_MINOR(d.api_version)) + "." +
+                            std::to_string(VK_API_VERSION_PATCH(d.api_version))},
+        {"memory_heaps", heaps},
+        {"subgroup_size", d.subgroup_size},
+        {"subgroup_size_min", d.min_subgroup_size},
+        {"subgroup_size_max", d.max_subgroup_size},
+        {"shared_memory_bytes", d.shared_memory_bytes},
+        {"max_workgroup_invocations", d.max_workgroup_invocations},
+        {"max_allocation_bytes", d.max_allocation_bytes},
+        {"max_buffer_bytes", d.max_buffer_bytes},
+        {"max_storage_buffer_range", d.max_storage_buffer_range},
+        {"fp16", d.fp16},
+        {"int8", d.int8},
+        {"storage16", d.storage16},
+        {"cooperative_matrix_nv", d.nv_coopmat},
+        {"cooperative_matrix_khr", d.khr_coopmat},
+        {"timestamps", d.timestamp_valid_bits != 0},
+    });
+  }
+  return out.dump(2);
+}
+
+}  // namespace vkf

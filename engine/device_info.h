@@ -1,0 +1,77 @@
+#pragma once
+// What a physical device is and can do: read-only capabilities used for device selection,
+// the tuning table and `vkf devices`. No Vulkan objects are created here.
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vkf {
+
+enum class Vendor { nvidia, amd, intel, arm, qualcomm, apple, imgtec, mesa, other };
+
+struct MemoryHeapInfo {
+  uint64_t size_bytes = 0;
+  bool device_local = false;
+};
+
+struct DeviceInfo {
+  uint32_t index = 0;  // position in vkEnumeratePhysicalDevices
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  std::string name;
+  Vendor vendor = Vendor::other;
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  std::string driver_name;
+  std::string driver_info;
+  uint32_t api_version = 0;
+  uint32_t driver_version = 0;
+  std::array<uint8_t, VK_UUID_SIZE> pipeline_cache_uuid{};
+  std::vector<MemoryHeapInfo> heaps;
+
+  uint32_t subgroup_size = 0;
+  uint32_t min_subgroup_size = 0;
+  uint32_t max_subgroup_size = 0;
+  bool subgroup_size_control = false;
+  bool subgroup_arithmetic = false;  // compute stage supports subgroup add/max
+  uint32_t shared_memory_bytes = 0;
+  uint32_t max_workgroup_invocations = 0;
+  std::array<uint32_t, 3> max_workgroup_size{};
+  std::array<uint32_t, 3> max_workgroup_count{};
+  uint64_t max_storage_buffer_range = 0;
+  uint64_t max_allocation_bytes = 0;
+  uint64_t max_buffer_bytes = 0;
+  uint64_t min_storage_offset_alignment = 0;
+  uint32_t compute_queue_family = 0;
+  uint32_t timestamp_valid_bits = 0;
+  float timestamp_period_ns = 0.0f;
+
+  bool fp16 = false;        // shaderFloat16 arithmetic
+  bool int8 = false;        // shaderInt8
+  bool storage16 = false;   // storageBuffer16BitAccess
+  bool nv_coopmat = false;  // VK_NV_cooperative_matrix
+  bool khr_coopmat = false; // VK_KHR_cooperative_matrix
+  bool memory_budget = false;
+
+  bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
+  uint64_t device_local_bytes() const;
+  std::string type_name() const;
+  std::string vendor_name() const;
+  std::string driver_version_string() const;
+};
+
+DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index);
+std::vector<DeviceInfo> query_all_devices(const std::vector<VkPhysicalDevice>& physicals);
+
+// Picks a device by selector: "" (best: discrete, then integrated, virtual, CPU), an index
+// ("1"), a vendor ("nvidia", "amd", "intel", "cpu", ...) or a case-insensitive substring of the
+// name. An unknown selector throws an Error that lists the devices that exist.
+const DeviceInfo& select_device(const std::vector<DeviceInfo>& devices, const std::string& selector);
+
+std::string devices_table(const std::vector<DeviceInfo>& devices);
+std::string devices_json(const std::vector<DeviceInfo>& devices);
+
+}  // namespace vkf

@@ -1,0 +1,164 @@
+#include "engine/instance.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "engine/error.h"
+
+namespace vkf {
+namespace {
+
+constexpr const char* k_validation_layer = "VK_LAYER_KHRONOS_validation";
+
+bool env_wants_validation() {
+  const char* v = std::getenv("VKF_VALIDATION");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+bool layer_available(const char* name) {
+  uint32_t count = 0;
+  vkEnumerateInstanceLayerProperties(&count, nullptr);
+  std::vector<VkLayerProperties> layers(count);
+  vkEnumerateInstanceLayerProperties(&count, layers.data());
+  for (const auto& l : layers)
+    if (std::strcmp(l.layerName, name) == 0) return true;
+  return false;
+}
+
+bool extension_available(const char* name) {
+  uint32_t count = 0;
+  vkEnumerateInstanceExtensionProperties(nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> exts(count);
+  vkEnumerateInstanceExtensionProperties(nullptr, &count, exts.data());
+  for (const auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+    const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  // Only warnings and errors count; info and verbose (e.g. the validation cache file) are noise.
+  if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+    auto* log = static_cast<ValidationLog*>(user);
+    std::string level =
+        severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
+    log->add(level + ": " + (data->pMessage ? data->pMessage : "(no message)"));
+  }
+  return VK_FALSE;
+}
+
+}  // namespace
+
+void ValidationLog::add(std::string message) {
+  std::lock_guard lock(mutex_);
+  messages_.push_back(std::move(message));
+}
+
+size_t ValidationLog::count() const {
+  std::lock_guard lock(mutex_);
+  return messages_.size();
+}
+
+std::vector<std::string> ValidationLog::take() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(messages_, {});
+}
+
+Instance::Instance(const InstanceOptions& options) : owned_(true) {
+  validation_ = options.validation || env_wants_validation();
+  if (validation_ && !layer_available(k_validation_layer))
+    throw Error(std::string("validation was requested but ") + k_validation_layer +
+                " is not installed (Debian: apt-get install vulkan-validationlayers)");
+
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = options.application_name.c_str();
+  app.pEngineName = "vkformer";
+  app.apiVersion = VK_API_VERSION_1_2;
+
+  std::vector<const char*> layers;
+  std::vector<const char*> extensions;
+  if (validation_) {
+    layers.push_back(k_validation_layer);
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+  // Lets the loader show portability (e.g. MoltenVK) devices too.
+  VkInstanceCreateFlags flags = 0;
+  if (extension_available(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+    extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+    flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+  }
+
+  VkValidationFeatureEnableEXT sync_feature =
+      VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = &sync_feature;
+
+  VkDebugUtilsMessengerCreateInfoEXT messenger_info{
+      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                                   VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  messenger_info.pfnUserCallback = on_validation_message;
+  messenger_info.pUserData = &log_;
+
+  VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  info.flags = flags;
+  info.pApplicationInfo = &app;
+  info.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  info.ppEnabledLayerNames = layers.data();
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
+  if (validation_) {
+    // The messenger in pNext also catches messages from vkCreateInstance itself.
+    info.pNext = &messenger_info;
+    if (options.sync_validation) messenger_info.pNext = &features;
+  }
+  VkResult r = vkCreateInstance(&info, nullptr, &instance_);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+    throw Error(
+        "no Vulkan driver found (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER); install one, "
+        "e.g. Debian's mesa-vulkan-drivers for the CPU device lavapipe");
+  check(r, "creating the Vulkan instance");
+
+  if (validation_) {
+    auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+    messenger_info.pNext = nullptr;
+    check(create(instance_, &messenger_info, nullptr, &messenger_),
+          "creating the validation messenger");
+  }
+}
+
+Instance::Instance(Adopt, VkInstance instance) : instance_(instance), owned_(false) {}
+
+std::shared_ptr<Instance> Instance::adopt(VkInstance instance) {
+  if (instance == VK_NULL_HANDLE) throw Error("Instance::adopt: null VkInstance");
+  return std::shared_ptr<Instance>(new Instance(Adopt{}, instance));
+}
+
+Instance::~Instance() {
+  if (!owned_) return;
+  if (messenger_ != VK_NULL_HANDLE) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+    destroy(instance_, messenger_, nullptr);
+  }
+  vkDestroyInstance(instance_, nullptr);
+}
+
+std::vector<VkPhysicalDevice> Instance::physical_devices() const {
+  uint32_t count = 0;
+  check(vkEnumeratePhysicalDevices(instance_, &count, nullptr), "enumerating physical devices");
+  std::vector<VkPhysicalDevice> devices(count);
+  check(vkEnumeratePhysicalDevices(instance_, &count, devices.data()),
+        "enumerating physical devices");
+  devices.resize(count);
+  return devices;
+}
+
+}  // namespace vkf

@@ -1,0 +1,213 @@
+#include "engine/kernel.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
+#include "engine/device_info.h"
+#include "engine/error.h"
+#include "engine/shader_registry.h"
+
+namespace vkf {
+namespace {
+
+constexpr char k_magic[8] = {'V', 'K', 'F', 'P', 'C', 'v', '1', '\0'};
+
+uint64_t fnv1a(const char* data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(data[i])) * 1099511628211ull;
+  return h;
+}
+
+std::string hex(const uint8_t* p, size_t n) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    s += d[p[i] >> 4];
+    s += d[p[i] & 15];
+  }
+  return s;
+}
+
+// The driver's own header must match this device before its blob is handed over: some drivers
+// crash on foreign data.
+bool driver_header_matches(const std::string& blob, const DeviceInfo& info) {
+  if (blob.size() < sizeof(VkPipelineCacheHeaderVersionOne)) return false;
+  VkPipelineCacheHeaderVersionOne h;
+  std::memcpy(&h, blob.data(), sizeof h);
+  return h.headerSize >= sizeof h && h.headerVersion == VK_PIPELINE_CACHE_HEADER_VERSION_ONE &&
+         h.vendorID == info.vendor_id && h.deviceID == info.device_id &&
+         std::memcmp(h.pipelineCacheUUID, info.pipeline_cache_uuid.data(), VK_UUID_SIZE) == 0;
+}
+
+}  // namespace
+
+bool KernelSpec::operator<(const KernelSpec& o) const {
+  return std::tie(name, buffers, push_bytes, spec, subgroup_size) <
+         std::tie(o.name, o.buffers, o.push_bytes, o.spec, o.subgroup_size);
+}
+
+std::string default_pipeline_cache_dir() {
+  if (const char* d = std::getenv("VKF_CACHE_DIR")) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/vkformer";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/vkformer";
+  return "";
+}
+
+PipelineCache::PipelineCache(VkDevice device, const DeviceInfo& info, std::string dir)
+    : device_(device) {
+  std::string blob;
+  if (!dir.empty()) {
+    std::ostringstream name;
+    name << dir << "/" << std::hex << info.vendor_id << "-" << info.device_id << "-"
+         << info.driver_version << "-" << hex(info.pipeline_cache_uuid.data(), VK_UUID_SIZE)
+         << ".bin";
+    path_ = name.str();
+    std::ifstream in(path_, std::ios::binary);
+    if (in) {
+      std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      constexpr size_t head = sizeof k_magic + 16;
+      if (file.size() >= head && std::memcmp(file.data(), k_magic, sizeof k_magic) == 0) {
+        uint64_t size = 0, hash = 0;
+        std::memcpy(&size, file.data() + sizeof k_magic, 8);
+        std::memcpy(&hash, file.data() + sizeof k_magic + 8, 8);
+        if (size == file.size() - head && fnv1a(file.data() + head, size) == hash) {
+          blob = file.substr(head);
+          if (!driver_header_matches(blob, info)) blob.clear();
+        }
+      }
+      // Anything else (truncated, corrupt, another driver's) is dropped and rebuilt on save.
+    }
+  }
+  loaded_ = !blob.empty();
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  ci.initialDataSize = blob.size();
+  ci.pInitialData = blob.empty() ? nullptr : blob.data();
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  VkResult r = vkCreatePipelineCache(device, &ci, nullptr, &cache);
+  if (r != VK_SUCCESS && !blob.empty()) {
+    loaded_ = false;
+    ci.initialDataSize = 0;
+    ci.pInitialData = nullptr;
+    r = vkCreatePipelineCache(device, &ci, nullptr, &cache);
+  }
+  check(r, "creating the pipeline cache");
+  cache_ = OwnedPipelineCache(device, cache);
+}
+
+PipelineCache::~PipelineCache() {
+  try {
+    save();
+  } catch (...) {
+    // A cache that cannot be written only costs compile time next run.
+  }
+}
+
+void PipelineCache::save() const {
+  if (path_.empty()) return;
+  size_t size = 0;
+  if (vkGetPipelineCacheData(device_, cache_.get(), &size, nullptr) != VK_SUCCESS || size == 0)
+    return;
+  std::string data(size, '\0');
+  if (vkGetPipelineCacheData(device_, cache_.get(), &size, data.data()) != VK_SUCCESS) return;
+  data.resize(size);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
+  // Written to a temporary file and renamed, so a crash never leaves half a cache.
+  std::string tmp = path_ + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return;
+    uint64_t n = data.size(), hash = fnv1a(data.data(), data.size());
+    out.write(k_magic, sizeof k_magic);
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out.write(reinterpret_cast<const char*>(&hash), 8);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) return;
+  }
+  std::filesystem::rename(tmp, path_, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+KernelCache::KernelCache(VkDevice device, VkPipelineCache cache, std::string device_label,
+                         bool subgroup_size_control)
+    : device_(device),
+      cache_(cache),
+      label_(std::move(device_label)),
+      subgroup_size_control_(subgroup_size_control) {}
+
+const Kernel& KernelCache::get(const KernelSpec& spec) {
+  if (auto it = kernels_.find(spec); it != kernels_.end()) return *it->second;
+
+  auto words = shaders::find(spec.name);
+  if (words.empty()) throw Error("no shader named '" + spec.name + "' was built into vkformer");
+  auto mod_it = modules_.find(spec.name);
+  if (mod_it == modules_.end()) {
+    VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    mi.codeSize = words.size_bytes();
+    mi.pCode = words.data();
+    VkShaderModule mod = VK_NULL_HANDLE;
+    check(vkCreateShaderModule(device_, &mi, nullptr, &mod),
+          "creating shader module " + spec.name + " on " + label_);
+    mod_it = modules_.emplace(spec.name, OwnedShaderModule(device_, mod)).first;
+  }
+
+  auto k = std::make_unique<Kernel>();
+  k->spec_ = spec;
+  std::vector<VkDescriptorSetLayoutBinding> bindings(spec.buffers);
+  for (uint32_t i = 0; i < spec.buffers; ++i)
+    bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  li.bindingCount = spec.buffers;
+  li.pBindings = bindings.data();
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  check(vkCreateDescriptorSetLayout(device_, &li, nullptr, &set_layout),
+        "creating descriptor set layout for " + spec.name);
+  k->set_layout_ = OwnedDescriptorSetLayout(device_, set_layout);
+
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, spec.push_bytes};
+  VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pli.setLayoutCount = 1;
+  pli.pSetLayouts = &set_layout;
+  pli.pushConstantRangeCount = spec.push_bytes ? 1 : 0;
+  pli.pPushConstantRanges = &range;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  check(vkCreatePipelineLayout(device_, &pli, nullptr, &layout),
+        "creating pipeline layout for " + spec.name);
+  k->layout_ = OwnedPipelineLayout(device_, layout);
+
+  std::vector<VkSpecializationMapEntry> entries(spec.spec.size());
+  for (uint32_t i = 0; i < spec.spec.size(); ++i) entries[i] = {i, i * 4u, 4};
+  VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(),
+                          spec.spec.size() * 4, spec.spec.data()};
+  VkPipelineShaderStageRequiredSubgroupSizeCreateInfo sg{
+      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+  sg.requiredSubgroupSize = spec.subgroup_size;
+
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = mod_it->second.get();
+  ci.stage.pName = "main";
+  ci.stage.pSpecializationInfo = entries.empty() ? nullptr : &si;
+  if (spec.subgroup_size != 0) {
+    if (!subgroup_size_control_)
+      throw Error("kernel " + spec.name + " asks for subgroup size " +
+                  std::to_string(spec.subgroup_size) + " but " + label_ +
+                  " has no subgroup size control");
+    ci.stage.pNext = &sg;
+  }
+  ci.layout = layout;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  check(vkCreateComputePipelines(device_, cache_, 1, &ci, nullptr, &pipeline),
+        "creating compute pipeline " + spec.name + " on " + label_);
+  k->pipeline_ = OwnedPipeline(device_, pipeline);
+  return *kernels_.emplace(spec, std::move(k)).first->second;
+}
+
+}  // namespace vkf

@@ -1,0 +1,80 @@
+#pragma once
+// Compute pipelines built from the embedded SPIR-V: one descriptor set of storage buffers,
+// an optional push-constant block and specialization constants (ids 0..n-1, in order).
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/handles.h"
+
+namespace vkf {
+
+struct KernelSpec {
+  std::string name;              // shader name in the registry ("fill", "matmul_f16", ...)
+  uint32_t buffers = 0;          // storage buffers at bindings 0..buffers-1
+  uint32_t push_bytes = 0;       // size of the push-constant block
+  std::vector<uint32_t> spec;    // specialization constants, constant_id = index (floats bitcast)
+  uint32_t subgroup_size = 0;    // required subgroup size, 0 = driver's choice
+
+  bool operator<(const KernelSpec& o) const;
+};
+
+class Kernel {
+ public:
+  const KernelSpec& spec() const { return spec_; }
+  const std::string& name() const { return spec_.name; }
+  VkPipeline pipeline() const { return pipeline_.get(); }
+  VkPipelineLayout layout() const { return layout_.get(); }
+  VkDescriptorSetLayout set_layout() const { return set_layout_.get(); }
+
+ private:
+  friend class KernelCache;
+  KernelSpec spec_;
+  OwnedDescriptorSetLayout set_layout_;
+  OwnedPipelineLayout layout_;
+  OwnedPipeline pipeline_;
+};
+
+// Persistent VkPipelineCache stored at <dir>/<vendor>-<device>-<driver>-<uuid>.bin, so shaders
+// are compiled by the driver once per driver version; a corrupt or foreign file is ignored and
+// rewritten.
+class PipelineCache {
+ public:
+  PipelineCache(VkDevice device, const struct DeviceInfo& info, std::string dir);
+  ~PipelineCache();  // saves
+  VkPipelineCache get() const { return cache_.get(); }
+  const std::string& path() const { return path_; }
+  bool loaded_from_disk() const { return loaded_; }
+  void save() const;
+
+ private:
+  VkDevice device_;
+  std::string path_;
+  bool loaded_ = false;
+  OwnedPipelineCache cache_;
+};
+
+// Creates each (name, spec constants) pipeline once per device.
+class KernelCache {
+ public:
+  KernelCache(VkDevice device, VkPipelineCache cache, std::string device_label,
+              bool subgroup_size_control);
+  const Kernel& get(const KernelSpec& spec);
+  size_t size() const { return kernels_.size(); }
+
+ private:
+  VkDevice device_;
+  VkPipelineCache cache_;
+  std::string label_;
+  bool subgroup_size_control_;
+  std::map<KernelSpec, std::unique_ptr<Kernel>> kernels_;
+  std::map<std::string, OwnedShaderModule> modules_;
+};
+
+std::string default_pipeline_cache_dir();
+
+}  // namespace vkf

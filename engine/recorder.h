@@ -1,0 +1,121 @@
+#pragma once
+// Record once, replay many. A Recorder takes dispatches that declare which buffer ranges they
+// read and write, inserts a barrier only where a dispatch depends on an earlier one (RAW, WAR,
+// WAW on overlapping ranges), and yields a Sequence: a command buffer submitted as often as
+// wanted. Per-step scalars live in a host-visible buffer the shaders read, written before each
+// submit, so nothing is re-recorded.
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/handles.h"
+#include "engine/kernel.h"
+#include "engine/memory.h"
+
+namespace vkf {
+
+class Device;
+
+enum class Access : uint8_t { read, write, read_write };
+
+struct Arg {
+  BufferRef buffer;
+  Access access;
+};
+inline Arg in(const BufferRef& b) { return {b, Access::read}; }
+inline Arg out(const BufferRef& b) { return {b, Access::write}; }
+inline Arg inout(const BufferRef& b) { return {b, Access::read_write}; }
+
+struct RecorderOptions {
+  bool derive_barriers = true;  // false only for tests that prove barriers are needed
+  bool profile = false;         // GPU timestamps around every dispatch
+};
+
+struct KernelTiming {
+  std::string name;
+  double milliseconds = 0.0;
+};
+
+class Sequence {
+ public:
+  Sequence(Sequence&&) noexcept;
+  Sequence& operator=(Sequence&&) noexcept;
+  ~Sequence();
+
+  void submit();
+  void wait();
+  void run() {
+    submit();
+    wait();
+  }
+  uint32_t dispatch_count() const { return static_cast<uint32_t>(names_.size()); }
+  uint32_t barrier_count() const { return barriers_; }
+  // Per-dispatch times of the last run (profiling recorders only).
+  std::vector<KernelTiming> timings() const;
+
+ private:
+  friend class Recorder;
+  Sequence() = default;
+  void destroy();
+
+  Device* device_ = nullptr;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  std::vector<OwnedDescriptorPool> pools_;
+  OwnedFence fence_;
+  OwnedQueryPool queries_;
+  std::vector<std::string> names_;
+  uint32_t barriers_ = 0;
+  bool pending_ = false;
+};
+
+class Recorder {
+ public:
+  explicit Recorder(Device& device, const RecorderOptions& options = {});
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  // Binds args to bindings 0..n-1 in order and dispatches `groups` workgroups.
+  void dispatch(const Kernel& kernel, std::initializer_list<Arg> args, const void* push,
+                uint32_t push_bytes, std::array<uint32_t, 3> groups);
+  void dispatch(const Kernel& kernel, const std::vector<Arg>& args, const void* push,
+                uint32_t push_bytes, std::array<uint32_t, 3> groups);
+  template <typename Push>
+  void dispatch(const Kernel& kernel, std::initializer_list<Arg> args, const Push& push,
+                std::array<uint32_t, 3> groups) {
+    dispatch(kernel, args, &push, sizeof(Push), groups);
+  }
+  void copy(const BufferRef& src, const BufferRef& dst);
+  // Fills with a 32-bit pattern; offset and size must be multiples of 4.
+  void fill(const BufferRef& dst, uint32_t pattern);
+
+  uint32_t barrier_count() const { return barriers_; }
+  Sequence finish();
+
+ private:
+  struct Range {
+    BufferRef buffer;
+    bool write;
+  };
+  void track(const std::vector<Arg>& args);
+  VkDescriptorSet allocate_set(const Kernel& kernel);
+  void timestamp_after(const std::string& name);
+
+  Device& device_;
+  RecorderOptions options_;
+  Sequence seq_;
+  std::vector<Range> pending_;  // accesses since the last barrier
+  uint32_t barriers_ = 0;
+  uint32_t sets_left_ = 0;
+  uint32_t query_capacity_ = 0;
+  uint32_t queries_used_ = 0;
+};
+
+// Sums per-kernel times: name, calls, total ms, share; sorted by total.
+std::string profile_table(const std::vector<KernelTiming>& timings);
+
+}  // namespace vkf

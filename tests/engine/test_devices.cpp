@@ -1,0 +1,58 @@
+#include <nlohmann/json.hpp>
+
+#include "tests/support/vk_test.h"
+
+using namespace vkf;
+
+VKF_TEST_CASE("devices are enumerated with their capabilities", "[engine][device]") {
+  auto infos = query_all_devices(test::instance()->physical_devices());
+  REQUIRE(!infos.empty());
+  for (const auto& d : infos) {
+    CHECK(!d.name.empty());
+    CHECK(!d.heaps.empty());
+    CHECK(d.subgroup_size > 0);
+    CHECK(d.min_subgroup_size <= d.subgroup_size);
+    CHECK(d.subgroup_size <= d.max_subgroup_size);
+    CHECK(d.shared_memory_bytes >= 16384);  // the Vulkan minimum
+  }
+  auto json = nlohmann::json::parse(devices_json(infos));
+  REQUIRE(json.size() == infos.size());
+  CHECK(json[0].contains("subgroup_size_min"));
+  CHECK(json[0].contains("cooperative_matrix_nv"));
+  CHECK(devices_table(infos).find(infos[0].name) != std::string::npos);
+}
+
+VKF_TEST_CASE("device selection by index, vendor, type and name", "[engine][device]") {
+  auto infos = query_all_devices(test::instance()->physical_devices());
+  const DeviceInfo& best = select_device(infos, "");
+  // No device ranks above the one chosen by default.
+  for (const auto& d : infos)
+    if (best.type == VK_PHYSICAL_DEVICE_TYPE_CPU) CHECK(d.type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
+  CHECK(select_device(infos, "0").index == 0);
+  CHECK(select_device(infos, infos[0].vendor_name()).vendor == infos[0].vendor);
+  CHECK(select_device(infos, infos[0].type_name()).type == infos[0].type);
+  std::string part = infos[0].name.substr(0, 4);
+  for (auto& c : part) c = static_cast<char>(std::toupper(c));  // case-insensitive
+  CHECK(select_device(infos, part).index == infos[0].index);
+}
+
+VKF_TEST_CASE("an unknown selector is an error that lists the devices", "[engine][device]") {
+  auto infos = query_all_devices(test::instance()->physical_devices());
+  REQUIRE_THROWS_WITH(select_device(infos, "no-such-gpu"),
+                      Catch::Contains("no-such-gpu") && Catch::Contains(infos[0].name));
+  REQUIRE_THROWS_AS(select_device(infos, "99"), Error);
+  REQUIRE_THROWS_WITH(select_device({}, ""), Catch::Contains("no Vulkan device"));
+}
+
+VKF_TEST_CASE("several logical devices on one physical device work side by side",
+              "[engine][device]") {
+  auto a = test::new_device();
+  auto b = test::new_device();
+  REQUIRE(a->handle() != b->handle());
+  std::vector<float> va{1, 2, 3}, vb{4, 5, 6};
+  Buffer ba = a->allocate(12, "a"), bb = b->allocate(12, "b");
+  a->upload(ba, va);
+  b->upload(bb, vb);
+  CHECK(a->download<float>(ba, 3) == va);
+  CHECK(b->download<float>(bb, 3) == vb);
+}

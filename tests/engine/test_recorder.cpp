@@ -1,0 +1,129 @@
+#include "engine/ops/basic.h"
+#include "tests/support/vk_test.h"
+
+using namespace vkf;
+
+VKF_TEST_CASE("fill and axpy through the recorder", "[engine][recorder]") {
+  Device& dev = test::device();
+  for (uint32_t n : {1u, 255u, 257u, 100003u}) {
+    auto x = test::random_floats(n, n);
+    Buffer bx = dev.allocate(n * 4, "x"), by = dev.allocate(n * 4, "y");
+    Buffer scalars = dev.allocate(64, "scalars", MemoryKind::host);
+    reinterpret_cast<float*>(scalars.mapped())[3] = -2.5f;
+    dev.upload(bx, x);
+    Recorder rec(dev);
+    ops::fill(dev, rec, by, n, 1.25f);
+    ops::axpy(dev, rec, bx, by, scalars, 3, n);
+    rec.finish().run();
+    auto y = dev.download<float>(by, n);
+    std::vector<double> want(n);
+    for (uint32_t i = 0; i < n; ++i) want[i] = -2.5 * double(x[i]) + 1.25;
+    CHECK(test::tolerance_ratio(y, want, 1e-6, 1e-6) <= 1.0);
+  }
+}
+
+VKF_TEST_CASE("a recorded sequence replays with changed scalars", "[engine][recorder]") {
+  Device& dev = test::device();
+  const uint32_t n = 1000;
+  Buffer bx = dev.allocate(n * 4, "x"), by = dev.allocate(n * 4, "y");
+  Buffer scalars = dev.allocate(16, "scalars", MemoryKind::host);
+  dev.upload(bx, std::vector<float>(n, 1.0f));
+  Recorder rec(dev);
+  ops::fill(dev, rec, by, n, 0.0f);
+  ops::axpy(dev, rec, bx, by, scalars, 0, n);
+  Sequence seq = rec.finish();
+  auto* alpha = reinterpret_cast<float*>(scalars.mapped());
+  for (float a : {1.0f, 2.0f, -3.5f}) {
+    *alpha = a;
+    seq.run();
+    CHECK(dev.download<float>(by, n)[n - 1] == a);
+  }
+}
+
+VKF_TEST_CASE("dependent dispatches get barriers, independent ones none", "[engine][recorder]") {
+  Device& dev = test::device();
+  const uint32_t n = 4096;
+  Buffer a = dev.allocate(n * 4, "a"), b = dev.allocate(n * 4, "b"), c = dev.allocate(n * 4, "c");
+  Buffer scalars = dev.allocate(16, "scalars", MemoryKind::host);
+  reinterpret_cast<float*>(scalars.mapped())[0] = 1.0f;
+
+  Recorder independent(dev);
+  ops::fill(dev, independent, a, n, 1.0f);
+  ops::fill(dev, independent, b, n, 2.0f);
+  ops::fill(dev, independent, c, n, 3.0f);
+  CHECK(independent.barrier_count() == 0);
+  // Disjoint halves of one buffer are independent too.
+  ops::fill(dev, independent, BufferRef(a).slice(0, 2048), 512, 4.0f);
+  CHECK(independent.barrier_count() == 1);  // a was written above: WAW
+  independent.finish().run();
+
+  Recorder chain(dev);
+  ops::fill(dev, chain, a, n, 1.0f);           // write a
+  ops::axpy(dev, chain, a, b, scalars, 0, n);  // read a (RAW), read-write b
+  ops::axpy(dev, chain, b, c, scalars, 0, n);  // read b (RAW)
+  // Writing a again: its last read was before the barrier that b needed, so no new barrier.
+  ops::fill(dev, chain, a, n, 5.0f);
+  CHECK(chain.barrier_count() == 2);
+  Sequence seq = chain.finish();
+  CHECK(seq.barrier_count() == 2);
+  seq.run();
+  CHECK(dev.download<float>(c, n)[0] == 3.0f + 2.0f + 1.0f);
+  CHECK(dev.download<float>(a, n)[0] == 5.0f);
+}
+
+VKF_TEST_CASE("without the derived barriers, synchronization validation reports hazards",
+              "[engine][recorder]") {
+  REQUIRE(test::instance()->validation_enabled());
+  Device& dev = test::device();
+  const uint32_t n = 4096;
+  Buffer a = dev.allocate(n * 4, "a"), b = dev.allocate(n * 4, "b");
+  Buffer scalars = dev.allocate(16, "scalars", MemoryKind::host);
+  reinterpret_cast<float*>(scalars.mapped())[0] = 1.0f;
+  for (bool derive : {true, false}) {
+    Recorder rec(dev, {.derive_barriers = derive});
+    ops::fill(dev, rec, a, n, 1.0f);
+    ops::fill(dev, rec, b, n, 0.0f);
+    ops::axpy(dev, rec, a, b, scalars, 0, n);
+    rec.finish().run();
+    auto messages = test::instance()->validation_log().take();
+    bool hazard = false;
+    for (const auto& m : messages)
+      if (m.find("SYNC-HAZARD") != std::string::npos) hazard = true;
+    CHECK(hazard == !derive);
+  }
+}
+
+VKF_TEST_CASE("dispatch arguments are checked", "[engine][recorder]") {
+  Device& dev = test::device();
+  Buffer a = dev.allocate(16, "a");
+  Recorder rec(dev);
+  const Kernel& fill = dev.kernel({"fill", 1, 8, {256}});
+  struct {
+    uint32_t n;
+    float v;
+  } push{4, 0};
+  REQUIRE_THROWS_WITH(rec.dispatch(fill, {out(a), out(a)}, push, {1, 1, 1}),
+                      Catch::Contains("takes 1 buffers"));
+  REQUIRE_THROWS_WITH(rec.dispatch(fill, {out(a)}, push, {0, 1, 1}),
+                      Catch::Contains("workgroup count"));
+  REQUIRE_THROWS_WITH(dev.kernel({"no_such_shader", 1, 0, {}}), Catch::Contains("no_such_shader"));
+}
+
+VKF_TEST_CASE("profiling gives per-dispatch times and a per-kernel table", "[engine][profile]") {
+  Device& dev = test::device();
+  if (dev.info().timestamp_valid_bits == 0) {
+    WARN("device has no timestamps; profiling gives no times");
+    return;
+  }
+  const uint32_t n = 1 << 16;
+  Buffer a = dev.allocate(n * 4, "a");
+  Recorder rec(dev, {.profile = true});
+  for (int i = 0; i < 3; ++i) ops::fill(dev, rec, a, n, float(i));
+  Sequence seq = rec.finish();
+  seq.run();
+  auto t = seq.timings();
+  REQUIRE(t.size() == 3);
+  for (const auto& k : t) CHECK(k.milliseconds >= 0.0);
+  std::string table = profile_table(t);
+  CHECK_THAT(table, Catch::Contains("fill") && Catch::Contains("3"));
+}
