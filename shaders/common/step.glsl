@@ -1,0 +1,13 @@
+// Layout of the per-step scalar buffer (engine/step_scalars.h); bind it as a readonly buffer.
+#ifndef VKF_STEP_GLSL
+#define VKF_STEP_GLSL
+struct StepScalars {
+  uint step;
+  uint seed;
+  float grad_scale;
+  float lr_scale;
+  uint valid_tokens;
+  uint pad0, pad1, pad2;
+  float user[8];
+};
+#endif
