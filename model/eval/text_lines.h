@@ -1,0 +1,17 @@
+#pragma once
+// Reading a text corpus the way sacreBLEU does (Python open(..., encoding='utf-8',
+// newline='\n')): lines end at '\n' only, the '\n' is dropped, a last line without one still
+// counts, and anything else ('\r' included) stays for the metric's own rstrip.
+#include <istream>
+#include <string>
+#include <vector>
+
+namespace vkf::model::eval {
+
+// Throws vkf::Error naming `name` and the line number on invalid UTF-8.
+std::vector<std::string> read_text_lines(std::istream& in, const std::string& name);
+
+// "-" reads standard input. Throws vkf::Error when the file cannot be opened or read.
+std::vector<std::string> read_text_file(const std::string& path);
+
+}  // namespace vkf::model::eval
