@@ -1,0 +1,199 @@
+#include "engine/ops/layer_norm.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <string>
+
+#include "engine/error.h"
+#include "engine/launch.h"
+#include "engine/step_scalars.h"
+
+namespace vkf::ops {
+namespace {
+
+constexpr uint32_t k_param_local = 64;  // columns per workgroup of the dgamma/dbeta kernels
+
+void need(const BufferRef& b, uint64_t floats, const char* name, const char* op) {
+  if (!b.valid()) throw Error(std::string(op) + ": " + name + " is missing");
+  if (b.size < floats * 4)
+    throw Error(std::string(op) + ": " + name + " has " + std::to_string(b.size) +
+                " bytes, needs " + std::to_string(floats) + " floats");
+}
+
+void need_step(const BufferRef& step, const char* op) {
+  if (!step.valid() || step.size < sizeof(StepScalars))
+    throw Error(std::string(op) + ": dropout needs the step-scalar buffer (" +
+                std::to_string(sizeof(StepScalars)) + " bytes)");
+}
+
+void check_shape(uint32_t rows, uint32_t d, const char* op) {
+  if (rows == 0 || d == 0)
+    throw Error(std::string(op) + ": empty shape [" + std::to_string(rows) + ", " +
+                std::to_string(d) + "]");
+  if (uint64_t{rows} * d > 0xFFFFFFFFull)
+    throw Error(std::string(op) + ": [" + std::to_string(rows) + ", " + std::to_string(d) +
+                "] has more elements than 32-bit indexing allows");
+}
+
+// Resolves `automatic`: a subgroup per row when rows are short for a subgroup (at most 32
+// columns a lane) and always on CPU devices; else a workgroup per row.
+RowReduce resolve_reduce(const Device& dev, RowReduce r, uint32_t d, const char* op) {
+  const DeviceInfo& info = dev.info();
+  if (r == RowReduce::automatic) {
+    if (!info.subgroup_arithmetic) return RowReduce::shared;
+    return info.is_cpu() || d <= 32 * info.subgroup_size ? RowReduce::subgroup_rows
+                                                         : RowReduce::subgroup;
+  }
+  if (r != RowReduce::shared && !info.subgroup_arithmetic)
+    throw Error(std::string(op) + ": the device has no subgroup arithmetic");
+  return r;
+}
+
+// Power-of-two workgroup: a workgroup per row takes about four columns an invocation, 32..256
+// invocations; a subgroup per row takes 64 invocations (one to eight rows).
+uint32_t pick_workgroup(const Device& dev, uint32_t d, uint32_t forced, RowReduce r,
+                        const char* op) {
+  uint32_t limit = std::min(dev.info().max_workgroup_invocations, dev.info().max_workgroup_size[0]);
+  if (forced) {
+    if (!std::has_single_bit(forced) || forced > limit)
+      throw Error(std::string(op) + ": workgroup size " + std::to_string(forced) +
+                  " is not a power of two up to " + std::to_string(limit));
+    return forced;
+  }
+  uint32_t wg = r == RowReduce::subgroup_rows
+                    ? 64
+                    : std::clamp<uint32_t>(std::bit_ceil((d + 3) / 4), 32, 256);
+  return std::min(wg, std::bit_floor(limit));
+}
+
+// The kernel variant, the rows each workgroup covers and the grid.
+struct RowPlan {
+  std::string kernel;
+  uint32_t workgroup_size;
+  uint32_t rows_per_group;
+  std::array<uint32_t, 3> groups;
+};
+
+RowPlan plan_rows(const Device& dev, RowReduce requested, uint32_t forced_wg, uint32_t rows,
+                  uint32_t d, const std::string& base, const char* op) {
+  const RowReduce r = resolve_reduce(dev, requested, d, op);
+  const uint32_t wg = pick_workgroup(dev, d, forced_wg, r, op);
+  if (r == RowReduce::shared) return {base, wg, 1, groups_1d(rows, 1)};
+  if (r == RowReduce::subgroup) return {base + "_sg", wg, 1, groups_1d(rows, 1)};
+  // Normally one row per subgroup; any subgroup size the pipeline gets is still correct.
+  const uint32_t per_group = std::max(1u, wg / std::max(1u, dev.info().subgroup_size));
+  return {base + "_sgrow", wg, per_group, groups_1d(ceil_div(rows, per_group), 1)};
+}
+
+}  // namespace
+
+uint32_t layer_norm_rows_per_part(uint32_t rows) {
+  return std::max(32u, ceil_div(rows, 256));
+}
+
+uint64_t layer_norm_backward_scratch_bytes(uint32_t rows, uint32_t d) {
+  return uint64_t{2} * ceil_div(rows, layer_norm_rows_per_part(rows)) * d * 4;
+}
+
+void layer_norm_forward(Device& dev, Recorder& rec, const LayerNormForwardArgs& a) {
+  const char* op = "layer_norm_forward";
+  check_shape(a.rows, a.d, op);
+  const uint64_t n = uint64_t{a.rows} * a.d;
+  const bool residual = a.s.valid();
+  need(a.x, n, "x", op);
+  need(a.gamma, a.d, "gamma", op);
+  need(a.beta, a.d, "beta", op);
+  need(a.y, n, "y", op);
+  need(a.mean, a.rows, "mean", op);
+  need(a.rstd, a.rows, "rstd", op);
+  if (residual) {
+    need(a.s, n, "s", op);
+    need(a.h, n, "h", op);
+  }
+  if (a.dropout < 0.0f || a.dropout >= 1.0f)
+    throw Error(std::string(op) + ": dropout " + std::to_string(a.dropout) + " not in [0, 1)");
+  const bool dropout = residual && a.dropout > 0.0f;
+  if (dropout) need_step(a.step, op);
+
+  struct {
+    uint32_t rows, d;
+    float eps, p;
+    uint32_t tensor_id, residual, rows_per_group;
+  } push{a.rows, a.d, a.eps, dropout ? a.dropout : 0.0f, a.tensor_id, residual ? 1u : 0u, 1};
+  const RowPlan plan =
+      plan_rows(dev, a.reduce, a.workgroup_size, a.rows, a.d, "layer_norm_fwd", op);
+  push.rows_per_group = plan.rows_per_group;
+  const Kernel& k = dev.kernel({plan.kernel, 9, sizeof push, {plan.workgroup_size}});
+  // Unused bindings get a buffer the kernel never touches in that mode, declared as read so
+  // that they add no dependencies (h aliases y in plain mode and is declared with y's write).
+  rec.dispatch(
+      k,
+      {in(a.x), in(residual ? a.s : a.x), in(a.gamma), in(a.beta), out(a.y),
+       residual ? inout(a.h) : out(a.y), out(a.mean), out(a.rstd), in(dropout ? a.step : a.gamma)},
+      push, groups_1d(a.rows, 1));
+}
+
+void layer_norm_backward(Device& dev, Recorder& rec, const LayerNormBackwardArgs& a) {
+  const char* op = "layer_norm_backward";
+  check_shape(a.rows, a.d, op);
+  const uint64_t n = uint64_t{a.rows} * a.d;
+  const bool residual = a.ds.valid();
+  need(a.dy, n, "dy", op);
+  need(a.h, n, "h", op);
+  need(a.gamma, a.d, "gamma", op);
+  need(a.mean, a.rows, "mean", op);
+  need(a.rstd, a.rows, "rstd", op);
+  need(a.dx, n, "dx", op);
+  need(a.dgamma, a.d, "dgamma", op);
+  need(a.dbeta, a.d, "dbeta", op);
+  if (residual) need(a.ds, n, "ds", op);
+  const uint64_t scratch_bytes = layer_norm_backward_scratch_bytes(a.rows, a.d);
+  if (!a.scratch.valid() || a.scratch.size < scratch_bytes)
+    throw Error(std::string(op) + ": scratch has " + std::to_string(a.scratch.size) +
+                " bytes, needs " + std::to_string(scratch_bytes));
+  if (a.dropout < 0.0f || a.dropout >= 1.0f)
+    throw Error(std::string(op) + ": dropout " + std::to_string(a.dropout) + " not in [0, 1)");
+  const bool dropout = residual && a.dropout > 0.0f;
+  if (dropout) need_step(a.step, op);
+
+  struct {
+    uint32_t rows, d;
+    float p;
+    uint32_t tensor_id, residual, accumulate, rows_per_group;
+  } push{a.rows,
+         a.d,
+         dropout ? a.dropout : 0.0f,
+         a.tensor_id,
+         residual ? 1u : 0u,
+         a.accumulate_dx ? 1u : 0u,
+         1};
+  const RowPlan plan =
+      plan_rows(dev, a.reduce, a.workgroup_size, a.rows, a.d, "layer_norm_bwd", op);
+  push.rows_per_group = plan.rows_per_group;
+  const Kernel& k = dev.kernel({plan.kernel, 8, sizeof push, {plan.workgroup_size}});
+  rec.dispatch(k,
+               {in(a.dy), in(a.h), in(a.gamma), in(a.mean), in(a.rstd),
+                a.accumulate_dx ? inout(a.dx) : out(a.dx), residual ? out(a.ds) : out(a.dx),
+                in(dropout ? a.step : a.gamma)},
+               push, plan.groups);
+
+  // dgamma, dbeta: partial sums over chunks of rows, then the chunks in order.
+  const uint32_t rpp = layer_norm_rows_per_part(a.rows);
+  const uint32_t parts = ceil_div(a.rows, rpp);
+  struct {
+    uint32_t rows, d, parts, rows_per_part;
+  } ppush{a.rows, a.d, parts, rpp};
+  const Kernel& kp = dev.kernel({"layer_norm_dparams_partial", 5, sizeof ppush, {k_param_local}});
+  rec.dispatch(kp, {in(a.dy), in(a.h), in(a.mean), in(a.rstd), out(a.scratch)}, ppush,
+               {ceil_div(a.d, k_param_local), parts, 1});
+  struct {
+    uint32_t d, parts, accumulate;
+  } rpush{a.d, parts, a.accumulate_params ? 1u : 0u};
+  const Kernel& kr = dev.kernel({"layer_norm_dparams_reduce", 3, sizeof rpush, {k_param_local}});
+  auto param = [&](const BufferRef& b) { return a.accumulate_params ? inout(b) : out(b); };
+  rec.dispatch(kr, {in(a.scratch), param(a.dgamma), param(a.dbeta)}, rpush,
+               groups_1d(a.d, k_param_local));
+}
+
+}  // namespace vkf::ops

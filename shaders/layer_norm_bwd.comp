@@ -1,0 +1,117 @@
+#version 450
+// LayerNorm backward for the input. With xhat = (h - mean) * rstd and g = dy * gamma:
+//   dh = rstd * (g - mean(g) - xhat * mean(g * xhat))
+// In residual mode (h = x + dropout(s)) the residual input gets dx = dh and the sublayer output
+// ds = dh * mask, the same Philox mask as the forward pass. dgamma and dbeta are reduced
+// separately (layer_norm_dparams_*.comp) so that no float atomics are needed.
+// Row reductions as in layer_norm_fwd.comp: workgroup per row (shared memory, or subgroup then
+// shared memory), or subgroup per row.
+// vkf-variant: layer_norm_bwd_sg SUBGROUP=1
+// vkf-variant: layer_norm_bwd_sgrow SUBGROUP=1 SUBGROUP_ROWS=1
+#extension GL_GOOGLE_include_directive : require
+#ifdef SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#include "philox.glsl"
+#include "step.glsl"
+
+layout(local_size_x_id = 0) in;  // a power of two
+layout(std430, binding = 0) readonly buffer DY { float dy[]; };     // [rows, d]
+layout(std430, binding = 1) readonly buffer H { float h[]; };       // [rows, d]
+layout(std430, binding = 2) readonly buffer G { float gamma[]; };   // [d]
+layout(std430, binding = 3) readonly buffer M { float mean_in[]; }; // [rows]
+layout(std430, binding = 4) readonly buffer R { float rstd_in[]; }; // [rows]
+layout(std430, binding = 5) buffer DX { float dx[]; };              // [rows, d]
+layout(std430, binding = 6) writeonly buffer DS { float ds[]; };    // [rows, d] residual mode
+layout(std430, binding = 7) readonly buffer Step { StepScalars st; };
+layout(push_constant) uniform Push {
+  uint rows;
+  uint d;
+  float p;              // dropout probability of the forward pass
+  uint tensor_id;       // its dropout stream
+  uint residual;        // 1: also write ds
+  uint accumulate;      // 1: dx += dh (the residual branch adds to a gradient already there)
+  uint rows_per_group;  // subgroup-per-row variant: rows a workgroup covers
+} pc;
+
+#ifndef SUBGROUP_ROWS
+shared vec2 red[gl_WorkGroupSize.x];
+#endif
+
+vec2 row_sum(vec2 v) {
+#if defined(SUBGROUP_ROWS)
+  return subgroupAdd(v);
+#elif defined(SUBGROUP)
+  v = subgroupAdd(v);
+  if (subgroupElect()) red[gl_SubgroupID] = v;
+  barrier();
+  vec2 t = vec2(0.0);
+  for (uint i = 0; i < gl_NumSubgroups; ++i) t += red[i];
+  barrier();
+  return t;
+#else
+  uint tid = gl_LocalInvocationID.x;
+  red[tid] = v;
+  barrier();
+  for (uint w = gl_WorkGroupSize.x / 2; w > 0; w >>= 1) {
+    if (tid < w) red[tid] += red[tid + w];
+    barrier();
+  }
+  vec2 t = red[0];
+  barrier();
+  return t;
+#endif
+}
+
+// As in layer_norm_fwd.comp: runs of four columns share one Philox block.
+uint cached_block = 0xFFFFFFFFu;
+uvec4 cached_bits;
+float mask_scale(uint i) {
+  if (pc.p <= 0.0) return 1.0;
+  uint block = i >> 2;
+  if (block != cached_block) {
+    cached_bits = philox4x32_10(uvec4(block, pc.tensor_id, st.step, 0u), uvec2(st.seed, 0x5EEDu));
+    cached_block = block;
+  }
+  float u = float(cached_bits[i & 3u] >> 8) * (1.0 / 16777216.0);
+  return u < pc.p ? 0.0 : 1.0 / (1.0 - pc.p);
+}
+
+void layer_norm_row_backward(uint row, uint lane, uint lanes) {
+  uint base = row * pc.d;
+  float mean = mean_in[row], rstd = rstd_in[row];
+
+  vec2 acc = vec2(0.0);  // (sum g, sum g * xhat)
+  for (uint c4 = lane * 4u; c4 < pc.d; c4 += lanes * 4u)
+    for (uint c = c4; c < min(c4 + 4u, pc.d); ++c) {
+      float g = dy[base + c] * gamma[c];
+      float xhat = (h[base + c] - mean) * rstd;
+      acc += vec2(g, g * xhat);
+    }
+  acc = row_sum(acc) / float(pc.d);
+
+  for (uint c4 = lane * 4u; c4 < pc.d; c4 += lanes * 4u)
+    for (uint c = c4; c < min(c4 + 4u, pc.d); ++c) {
+      uint i = base + c;
+      float g = dy[i] * gamma[c];
+      float xhat = (h[i] - mean) * rstd;
+      float dh = rstd * (g - acc.x - xhat * acc.y);
+      dx[i] = pc.accumulate != 0u ? dx[i] + dh : dh;
+      if (pc.residual != 0u) ds[i] = dh * mask_scale(i);
+    }
+}
+
+void main() {
+  uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+#ifdef SUBGROUP_ROWS
+  // Lane rank among the active invocations: right for partial subgroups too.
+  uint lanes = subgroupAdd(1u), lane = subgroupExclusiveAdd(1u);
+  uint last = min(pc.rows, (group + 1u) * pc.rows_per_group);
+  for (uint row = group * pc.rows_per_group + gl_SubgroupID; row < last; row += gl_NumSubgroups)
+    layer_norm_row_backward(row, lane, lanes);
+#else
+  if (group >= pc.rows) return;  // uniform over the workgroup
+  layer_norm_row_backward(group, gl_LocalInvocationID.x, gl_WorkGroupSize.x);
+#endif
+}

@@ -1,0 +1,141 @@
+#version 450
+// LayerNorm forward, optionally fused with the post-LN residual:
+//   h = x + dropout(s)       (residual mode; plain mode: h = x)
+//   y = (h - mean) * rstd * gamma + beta,  rstd = 1 / sqrt(var(h) + eps)
+// mean and rstd are saved per row, and h in residual mode, for the backward pass. The variance
+// is taken in a second pass over h (not E[h^2] - mean^2), which cancels badly for large means.
+// Three ways to reduce a row (the same three in layer_norm_bwd.comp):
+//   layer_norm_fwd          a workgroup per row, tree reduction in shared memory
+//   layer_norm_fwd_sg       a workgroup per row, subgroup adds then shared memory
+//   layer_norm_fwd_sgrow    a subgroup per row, no barriers (small d, and CPU devices, where a
+//                           barrier costs far more than a longer loop)
+// vkf-variant: layer_norm_fwd_sg SUBGROUP=1
+// vkf-variant: layer_norm_fwd_sgrow SUBGROUP=1 SUBGROUP_ROWS=1
+#extension GL_GOOGLE_include_directive : require
+#ifdef SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#include "philox.glsl"
+#include "step.glsl"
+
+layout(local_size_x_id = 0) in;  // a power of two
+layout(std430, binding = 0) readonly buffer X { float x[]; };        // [rows, d]
+layout(std430, binding = 1) readonly buffer S { float s[]; };        // [rows, d] residual mode
+layout(std430, binding = 2) readonly buffer G { float gamma[]; };    // [d]
+layout(std430, binding = 3) readonly buffer B { float beta[]; };     // [d]
+layout(std430, binding = 4) writeonly buffer Y { float y[]; };       // [rows, d]
+layout(std430, binding = 5) buffer H { float h[]; };                 // [rows, d] residual mode
+layout(std430, binding = 6) writeonly buffer M { float mean_out[]; };  // [rows]
+layout(std430, binding = 7) writeonly buffer R { float rstd_out[]; };  // [rows]
+layout(std430, binding = 8) readonly buffer Step { StepScalars st; };
+layout(push_constant) uniform Push {
+  uint rows;
+  uint d;
+  float eps;
+  float p;               // dropout probability on s
+  uint tensor_id;        // dropout stream of s
+  uint residual;         // 1: h = x + dropout(s); 0: h = x
+  uint rows_per_group;   // subgroup-per-row variant: rows a workgroup covers
+} pc;
+
+#ifndef SUBGROUP_ROWS
+shared float red[gl_WorkGroupSize.x];
+#endif
+
+// Sum over the invocations that share a row, in a fixed order (deterministic for a given
+// configuration).
+float row_sum(float v) {
+#if defined(SUBGROUP_ROWS)
+  return subgroupAdd(v);
+#elif defined(SUBGROUP)
+  v = subgroupAdd(v);
+  if (subgroupElect()) red[gl_SubgroupID] = v;
+  barrier();
+  float t = 0.0;
+  for (uint i = 0; i < gl_NumSubgroups; ++i) t += red[i];
+  barrier();  // red is reused by the next call
+  return t;
+#else
+  uint tid = gl_LocalInvocationID.x;
+  red[tid] = v;
+  barrier();
+  for (uint w = gl_WorkGroupSize.x / 2; w > 0; w >>= 1) {
+    if (tid < w) red[tid] += red[tid + w];
+    barrier();
+  }
+  float t = red[0];
+  barrier();
+  return t;
+#endif
+}
+
+// Each invocation walks its columns in runs of four, so that consecutive elements share one
+// Philox block (philox_uniform() draws element i from lane i & 3 of block i >> 2): the generator
+// runs about once per four elements. The step buffer is only read when dropout is on.
+uint cached_block = 0xFFFFFFFFu;
+uvec4 cached_bits;
+float mask_scale(uint i) {
+  if (pc.p <= 0.0) return 1.0;
+  uint block = i >> 2;
+  if (block != cached_block) {
+    cached_bits = philox4x32_10(uvec4(block, pc.tensor_id, st.step, 0u), uvec2(st.seed, 0x5EEDu));
+    cached_block = block;
+  }
+  // Same arithmetic as philox_uniform() and dropout_scale().
+  float u = float(cached_bits[i & 3u] >> 8) * (1.0 / 16777216.0);
+  return u < pc.p ? 0.0 : 1.0 / (1.0 - pc.p);
+}
+
+// Normalises one row; `lane` of `lanes` invocations take part.
+void layer_norm_row(uint row, uint lane, uint lanes) {
+  uint base = row * pc.d;
+  bool residual = pc.residual != 0u;
+
+  float sum = 0.0;
+  for (uint c4 = lane * 4u; c4 < pc.d; c4 += lanes * 4u)
+    for (uint c = c4; c < min(c4 + 4u, pc.d); ++c) {
+      uint i = base + c;
+      float v = x[i];
+      if (residual) {
+        v += s[i] * mask_scale(i);
+        h[i] = v;  // read back below by this same invocation
+      }
+      sum += v;
+    }
+  float mean = row_sum(sum) / float(pc.d);
+
+  float sq = 0.0;
+  for (uint c4 = lane * 4u; c4 < pc.d; c4 += lanes * 4u)
+    for (uint c = c4; c < min(c4 + 4u, pc.d); ++c) {
+      float v = (residual ? h[base + c] : x[base + c]) - mean;
+      sq += v * v;
+    }
+  float rstd = inversesqrt(row_sum(sq) / float(pc.d) + pc.eps);
+
+  for (uint c4 = lane * 4u; c4 < pc.d; c4 += lanes * 4u)
+    for (uint c = c4; c < min(c4 + 4u, pc.d); ++c) {
+      float v = residual ? h[base + c] : x[base + c];
+      y[base + c] = (v - mean) * rstd * gamma[c] + beta[c];
+    }
+  if (lane == 0u) {
+    mean_out[row] = mean;
+    rstd_out[row] = rstd;
+  }
+}
+
+void main() {
+  uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+#ifdef SUBGROUP_ROWS
+  // The host does not know the subgroup size a pipeline gets, so each workgroup covers a fixed
+  // range of rows and its subgroups, however many, share it. Loop bounds are subgroup-uniform.
+  // Lane rank among the active invocations: right for partial subgroups too.
+  uint lanes = subgroupAdd(1u), lane = subgroupExclusiveAdd(1u);
+  uint last = min(pc.rows, (group + 1u) * pc.rows_per_group);
+  for (uint row = group * pc.rows_per_group + gl_SubgroupID; row < last; row += gl_NumSubgroups)
+    layer_norm_row(row, lane, lanes);
+#else
+  if (group >= pc.rows) return;  // uniform over the workgroup
+  layer_norm_row(group, gl_LocalInvocationID.x, gl_WorkGroupSize.x);
+#endif
+}
