@@ -1,0 +1,153 @@
+#include "engine/ops/elementwise.h"
+
+#include <string>
+
+#include "engine/error.h"
+#include "engine/launch.h"
+#include "engine/ops/basic.h"
+
+namespace vkf::ops {
+
+namespace {
+
+void need_floats(const BufferRef& b, uint64_t n, const std::string& what) {
+  if (b.size < n * 4)
+    throw Error(what + ": needs " + std::to_string(n) + " 32-bit elements (" +
+                std::to_string(n * 4) + " bytes) but its buffer has " + std::to_string(b.size));
+}
+
+constexpr uint32_t k_reduce_chunk = 8192;  // elements per partial in reduce_all
+
+}  // namespace
+
+uint32_t resolve_workgroup_size(const Device& dev, uint32_t requested, const char* op) {
+  uint32_t wg = requested ? requested : 256;
+  if (wg < 32 || wg > 1024 || (wg & (wg - 1)) != 0)
+    throw Error(std::string(op) + ": workgroup size " + std::to_string(wg) +
+                " is not a power of two in 32..1024");
+  if (wg > dev.info().max_workgroup_invocations || wg > dev.info().max_workgroup_size[0])
+    throw Error(std::string(op) + ": workgroup size " + std::to_string(wg) +
+                " exceeds the device's " + std::to_string(dev.info().max_workgroup_invocations));
+  return wg;
+}
+
+bool resolve_subgroup(const Device& dev, RowKernelConfig::Subgroup s, const char* op) {
+  if (s == RowKernelConfig::Subgroup::off) return false;
+  bool have = dev.info().subgroup_arithmetic;
+  if (s == RowKernelConfig::Subgroup::on && !have)
+    throw Error(std::string(op) + ": subgroup path forced but " + dev.label() +
+                " has no subgroup arithmetic in compute");
+  return have;
+}
+
+std::array<uint32_t, 3> row_groups(uint32_t rows) {
+  if (rows == 0) throw Error("row kernel with 0 rows");
+  if (rows <= 65535) return {rows, 1, 1};
+  return {65535, ceil_div(rows, 65535), 1};
+}
+
+void scale(Device& dev, Recorder& rec, const ScaleArgs& a) {
+  need_floats(a.x, a.n, "scale x");
+  need_floats(a.y, a.n, "scale y");
+  bool use_scalar = a.scalars.valid();
+  if (use_scalar) need_floats(a.scalars, uint64_t{a.scalar_index} + 1, "scale scalars");
+  struct {
+    uint32_t n;
+    float alpha;
+    uint32_t scalar_index;
+  } push{a.n, a.alpha, use_scalar ? a.scalar_index : ~0u};
+  const Kernel& k = dev.kernel({"scale", 3, sizeof push, {k_local_1d}});
+  // Without a scalar buffer binding 2 is x again (never read).
+  const BufferRef& s = use_scalar ? a.scalars : a.x;
+  if (a.x.overlaps(a.y))
+    rec.dispatch(k, {inout(a.x), out(a.y), in(s)}, push, groups_1d(a.n, k_local_1d));
+  else
+    rec.dispatch(k, {in(a.x), out(a.y), in(s)}, push, groups_1d(a.n, k_local_1d));
+}
+
+void copy(Device& dev, Recorder& rec, const CopyArgs& a) {
+  uint32_t ss = a.src_stride ? a.src_stride : a.cols, ds = a.dst_stride ? a.dst_stride : a.cols;
+  if (a.rows == 0 || a.cols == 0)
+    throw Error("copy: empty [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) +
+                "] block");
+  if (ss < a.cols || ds < a.cols)
+    throw Error("copy: stride " + std::to_string(std::min(ss, ds)) + " smaller than " +
+                std::to_string(a.cols) + " columns");
+  need_floats(a.src, uint64_t{a.src_offset} + uint64_t{a.rows - 1} * ss + a.cols, "copy source");
+  need_floats(a.dst, uint64_t{a.dst_offset} + uint64_t{a.rows - 1} * ds + a.cols,
+              "copy destination");
+  if (a.src.overlaps(a.dst)) throw Error("copy: source and destination overlap");
+  struct {
+    uint32_t rows, cols, src_offset, src_stride, dst_offset, dst_stride;
+  } push{a.rows, a.cols, a.src_offset, ss, a.dst_offset, ds};
+  const Kernel& k = dev.kernel({"copy", 2, sizeof push, {k_local_1d}});
+  rec.dispatch(k, {in(a.src), out(a.dst)}, push, groups_1d(uint64_t{a.rows} * a.cols, k_local_1d));
+}
+
+static void cast(Device& dev, Recorder& rec, const CastArgs& a, bool to_f16) {
+  const char* name = to_f16 ? "cast_f32_f16" : "cast_f16_f32";
+  if (!dev.info().storage16)
+    throw Error(std::string(name) + ": " + dev.label() + " has no 16-bit storage");
+  uint64_t in_bytes = uint64_t{a.n} * (to_f16 ? 4 : 2),
+           out_bytes = uint64_t{a.n} * (to_f16 ? 2 : 4);
+  if (a.x.size < in_bytes || a.y.size < out_bytes)
+    throw Error(std::string(name) + ": " + std::to_string(a.n) + " elements need " +
+                std::to_string(in_bytes) + " and " + std::to_string(out_bytes) +
+                " bytes, buffers have " + std::to_string(a.x.size) + " and " +
+                std::to_string(a.y.size));
+  if (a.x.overlaps(a.y)) throw Error(std::string(name) + ": x and y overlap");
+  uint32_t push = a.n;
+  const Kernel& k = dev.kernel({name, 2, sizeof push, {k_local_1d}});
+  rec.dispatch(k, {in(a.x), out(a.y)}, push, groups_1d(a.n, k_local_1d));
+}
+
+void cast_f32_to_f16(Device& dev, Recorder& rec, const CastArgs& a) {
+  cast(dev, rec, a, true);
+}
+void cast_f16_to_f32(Device& dev, Recorder& rec, const CastArgs& a) {
+  cast(dev, rec, a, false);
+}
+
+namespace {
+void reduce_dispatch(Device& dev, Recorder& rec, const BufferRef& x, const BufferRef& y,
+                     uint32_t rows, uint32_t cols, uint32_t total, float scale, uint32_t wg) {
+  struct {
+    uint32_t rows, cols, total;
+    float scale;
+  } push{rows, cols, total, scale};
+  const Kernel& k = dev.kernel({"reduce", 2, sizeof push, {wg}});
+  rec.dispatch(k, {in(x), out(y)}, push, row_groups(rows));
+}
+}  // namespace
+
+void reduce_rows(Device& dev, Recorder& rec, const ReduceRowsArgs& a) {
+  if (a.rows == 0 || a.cols == 0)
+    throw Error("reduce_rows: empty [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) +
+                "]");
+  uint64_t total = uint64_t{a.rows} * a.cols;
+  if (total > 0xffffffffull) throw Error("reduce_rows: more than 2^32 elements");
+  need_floats(a.x, total, "reduce_rows x");
+  need_floats(a.y, a.rows, "reduce_rows y");
+  uint32_t wg = resolve_workgroup_size(dev, a.workgroup_size, "reduce_rows");
+  reduce_dispatch(dev, rec, a.x, a.y, a.rows, a.cols, static_cast<uint32_t>(total),
+                  a.mean ? float(1.0 / a.cols) : 1.0f, wg);
+}
+
+uint64_t reduce_all_partials_bytes(uint32_t n) {
+  return uint64_t{ceil_div(n, k_reduce_chunk)} * 4;
+}
+
+void reduce_all(Device& dev, Recorder& rec, const ReduceAllArgs& a) {
+  if (a.n == 0) throw Error("reduce_all: no elements");
+  need_floats(a.x, a.n, "reduce_all x");
+  need_floats(a.y, 1, "reduce_all y");
+  uint32_t parts = ceil_div(a.n, k_reduce_chunk);
+  need_floats(a.partials, parts, "reduce_all partials");
+  if (a.partials.overlaps(a.x) || a.partials.overlaps(a.y))
+    throw Error("reduce_all: partials overlap x or y");
+  uint32_t wg = resolve_workgroup_size(dev, a.workgroup_size, "reduce_all");
+  reduce_dispatch(dev, rec, a.x, a.partials, parts, k_reduce_chunk, a.n, 1.0f, wg);
+  reduce_dispatch(dev, rec, a.partials, a.y, 1, parts, parts, a.mean ? float(1.0 / a.n) : 1.0f, wg);
+}
+
+}  // namespace vkf::ops

@@ -1,0 +1,108 @@
+#include "engine/ops/loss.h"
+
+#include <string>
+
+#include "engine/error.h"
+#include "engine/launch.h"
+#include "engine/step_scalars.h"
+
+namespace vkf::ops {
+
+namespace {
+void need_bytes(const BufferRef& b, uint64_t bytes, const std::string& what) {
+  if (!b.valid()) throw Error(what + " is missing");
+  if (b.size < bytes)
+    throw Error(what + ": needs " + std::to_string(bytes) + " bytes but its buffer has " +
+                std::to_string(b.size));
+}
+std::string shape(uint32_t rows, uint32_t cols) {
+  // Appended piece by piece: GCC 12 warns (-Wrestrict) on "[" + std::to_string(...).
+  std::string s = "[";
+  s += std::to_string(rows);
+  s += ", ";
+  s += std::to_string(cols);
+  s += "]";
+  return s;
+}
+}  // namespace
+
+void cross_entropy(Device& dev, Recorder& rec, const CrossEntropyArgs& a) {
+  const std::string op = "cross_entropy " + shape(a.rows, a.vocab);
+  if (a.rows == 0 || a.vocab == 0) throw Error(op + ": empty logits");
+  uint64_t elems = uint64_t{a.rows} * a.vocab;
+  if (elems > 0xffffffffull) throw Error(op + ": more than 2^32 logits");
+  if (!(a.label_smoothing >= 0.0f && a.label_smoothing < 1.0f))
+    throw Error(op + ": label smoothing " + std::to_string(a.label_smoothing) + " outside [0, 1)");
+  need_bytes(a.logits, elems * 4, op + " logits");
+  need_bytes(a.targets, uint64_t{a.rows} * 4, op + " targets");
+  need_bytes(a.row_loss, uint64_t{a.rows} * 4, op + " row_loss");
+  need_bytes(a.row_logp, uint64_t{a.rows} * 4, op + " row_logp");
+  bool grad = a.dlogits.valid();
+  if (grad) {
+    need_bytes(a.dlogits, elems * 4, op + " dlogits");
+    need_bytes(a.step, sizeof(StepScalars), op + " step scalars");
+    if (a.dlogits.overlaps(a.logits) &&
+        (a.dlogits.buffer != a.logits.buffer || a.dlogits.offset != a.logits.offset))
+      throw Error(op + ": dlogits overlaps logits without being the same range");
+  }
+  uint32_t wg = resolve_workgroup_size(dev, a.config.workgroup_size, "cross_entropy");
+  bool sg = resolve_subgroup(dev, a.config.subgroup, "cross_entropy");
+  std::string name = grad ? "cross_entropy" : "cross_entropy_nograd";
+  if (sg) name += "_sg";
+  struct {
+    uint32_t rows, vocab;
+    int32_t pad_id;
+    float eps;
+  } push{a.rows, a.vocab, a.pad_id, a.label_smoothing};
+  // Binding 2 is only read for the gradient; without one any valid buffer stands in.
+  const BufferRef& step = a.step.valid() ? a.step : a.targets;
+  if (grad) {
+    const Kernel& k = dev.kernel({name, 6, sizeof push, {wg}});
+    bool in_place = a.dlogits.overlaps(a.logits);
+    rec.dispatch(k,
+                 {in_place ? inout(a.logits) : in(a.logits), in(a.targets), in(step),
+                  out(a.row_loss), out(a.row_logp), out(a.dlogits)},
+                 push, row_groups(a.rows));
+  } else {
+    const Kernel& k = dev.kernel({name, 5, sizeof push, {wg}});
+    rec.dispatch(k, {in(a.logits), in(a.targets), in(step), out(a.row_loss), out(a.row_logp)}, push,
+                 row_groups(a.rows));
+  }
+}
+
+void cross_entropy_total(Device& dev, Recorder& rec, const CrossEntropyTotalArgs& a) {
+  const std::string op = "cross_entropy_total over " + std::to_string(a.rows) + " rows";
+  if (a.rows == 0) throw Error(op + ": no rows");
+  need_bytes(a.row_loss, uint64_t{a.rows} * 4, op + " row_loss");
+  need_bytes(a.row_logp, uint64_t{a.rows} * 4, op + " row_logp");
+  need_bytes(a.targets, uint64_t{a.rows} * 4, op + " targets");
+  need_bytes(a.out, sizeof(CrossEntropyTotals), op + " out");
+  uint32_t wg = resolve_workgroup_size(dev, a.workgroup_size, "cross_entropy_total");
+  struct {
+    uint32_t rows, vocab;
+    int32_t pad_id;
+  } push{a.rows, a.vocab, a.pad_id};
+  const Kernel& k = dev.kernel({"cross_entropy_total", 4, sizeof push, {wg}});
+  rec.dispatch(k, {in(a.row_loss), in(a.row_logp), in(a.targets), out(a.out)}, push, {1, 1, 1});
+}
+
+void log_softmax(Device& dev, Recorder& rec, const LogSoftmaxArgs& a) {
+  const std::string op = "log_softmax " + shape(a.rows, a.cols);
+  if (a.rows == 0 || a.cols == 0) throw Error(op + ": empty input");
+  uint64_t elems = uint64_t{a.rows} * a.cols;
+  if (elems > 0xffffffffull) throw Error(op + ": more than 2^32 elements");
+  need_bytes(a.x, elems * 4, op + " x");
+  need_bytes(a.y, elems * 4, op + " y");
+  bool in_place = a.y.overlaps(a.x);
+  if (in_place && (a.y.buffer != a.x.buffer || a.y.offset != a.x.offset))
+    throw Error(op + ": y overlaps x without being the same range");
+  uint32_t wg = resolve_workgroup_size(dev, a.config.workgroup_size, "log_softmax");
+  bool sg = resolve_subgroup(dev, a.config.subgroup, "log_softmax");
+  struct {
+    uint32_t rows, cols;
+  } push{a.rows, a.cols};
+  const Kernel& k = dev.kernel({sg ? "log_softmax_sg" : "log_softmax", 2, sizeof push, {wg}});
+  rec.dispatch(k, {in_place ? inout(a.x) : in(a.x), out(a.y)}, push, row_groups(a.rows));
+}
+
+}  // namespace vkf::ops

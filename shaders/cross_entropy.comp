@@ -1,0 +1,142 @@
+#version 450
+// Label-smoothed cross-entropy over the vocabulary, one workgroup per row of logits [rows, V].
+//
+// With lse = log sum_v exp(x_v), log p_v = x_v - lse, target t and smoothing eps (the mass eps is
+// spread uniformly over all V entries, target included: PyTorch label_smoothing, Marian):
+//   loss = -(1 - eps) * log p_t - eps / V * sum_v log p_v = lse - (1 - eps) * x_t - eps * mean_v x_v
+//   dloss/dx_v = p_v - (1 - eps) * [v == t] - eps / V,  times StepScalars.grad_scale
+// Rows whose target is pad_id (or outside [0, V)) give loss 0, log p 0 and a zero gradient row.
+//
+// One read of the row gives max, the rescaled sum of exponentials (online softmax) and sum_v x_v;
+// a second read writes the gradient, so probabilities are never stored. dx may alias x (the
+// gradient overwrites the logits): each element is read and then written by the same invocation.
+#extension GL_GOOGLE_include_directive : require
+// vkf-variant: cross_entropy_sg VKF_SUBGROUP=1
+// vkf-variant: cross_entropy_nograd VKF_NO_GRAD=1
+// vkf-variant: cross_entropy_nograd_sg VKF_NO_GRAD=1 VKF_SUBGROUP=1
+#ifdef VKF_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_basic : require
+#endif
+#include "step.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 256;  // power of two
+
+layout(std430, binding = 0) buffer Logits { float x[]; };                 // [rows, V]
+layout(std430, binding = 1) readonly buffer Targets { int target[]; };    // [rows]
+layout(std430, binding = 2) readonly buffer Step { StepScalars step_scalars; };
+layout(std430, binding = 3) writeonly buffer RowLoss { float row_loss[]; };  // [rows]
+layout(std430, binding = 4) writeonly buffer RowLogp { float row_logp[]; };  // [rows]
+#ifndef VKF_NO_GRAD
+layout(std430, binding = 5) writeonly buffer DLogits { float dx[]; };      // [rows, V]
+#endif
+layout(push_constant) uniform Push {
+  uint rows;
+  uint V;
+  int pad_id;
+  float eps;
+} p;
+
+const float k_lowest = -3.402823466e38;  // finite, so no inf arithmetic is needed
+
+shared float red[WG];
+
+#ifdef VKF_SUBGROUP
+// Subgroup reduction, then every invocation folds the per-subgroup partials in the same order.
+float wg_max(float v) {
+  v = subgroupMax(v);
+  if (subgroupElect()) red[gl_SubgroupID] = v;
+  barrier();
+  float r = red[0];
+  for (uint i = 1; i < gl_NumSubgroups; ++i) r = max(r, red[i]);
+  barrier();
+  return r;
+}
+float wg_sum(float v) {
+  v = subgroupAdd(v);
+  if (subgroupElect()) red[gl_SubgroupID] = v;
+  barrier();
+  float r = red[0];
+  for (uint i = 1; i < gl_NumSubgroups; ++i) r += red[i];
+  barrier();
+  return r;
+}
+#else
+float wg_max(float v) {
+  uint t = gl_LocalInvocationID.x;
+  red[t] = v;
+  barrier();
+  for (uint s = WG / 2; s > 0; s >>= 1) {
+    if (t < s) red[t] = max(red[t], red[t + s]);
+    barrier();
+  }
+  float r = red[0];
+  barrier();
+  return r;
+}
+float wg_sum(float v) {
+  uint t = gl_LocalInvocationID.x;
+  red[t] = v;
+  barrier();
+  for (uint s = WG / 2; s > 0; s >>= 1) {
+    if (t < s) red[t] += red[t + s];
+    barrier();
+  }
+  float r = red[0];
+  barrier();
+  return r;
+}
+#endif
+
+void main() {
+  uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  if (row >= p.rows) return;  // uniform over the workgroup
+  uint t = gl_LocalInvocationID.x;
+  uint base = row * p.V;
+  int tgt = target[row];
+  bool valid = tgt != p.pad_id && tgt >= 0 && uint(tgt) < p.V;
+
+  if (!valid) {
+#ifndef VKF_NO_GRAD
+    for (uint i = t; i < p.V; i += WG) dx[base + i] = 0.0;
+#endif
+    if (t == 0) {
+      row_loss[row] = 0.0;
+      row_logp[row] = 0.0;
+    }
+    return;
+  }
+
+  float x_t = x[base + uint(tgt)];  // read before any gradient is written (in-place safe)
+  float m = k_lowest, s = 0.0, sum_x = 0.0;
+  for (uint i = t; i < p.V; i += WG) {
+    float v = x[base + i];
+    if (v > m) {
+      s = s * exp(m - v) + 1.0;
+      m = v;
+    } else {
+      s += exp(v - m);
+    }
+    sum_x += v;
+  }
+  float row_max = wg_max(m);
+  float total = wg_sum(s > 0.0 ? s * exp(m - row_max) : 0.0);
+  float lse = row_max + log(total);
+  float eps = p.eps;
+  float mean_x = eps > 0.0 ? wg_sum(sum_x) / float(p.V) : 0.0;
+
+  if (t == 0) {
+    row_loss[row] = (lse - x_t) * (1.0 - eps) + eps * (lse - mean_x);
+    row_logp[row] = x_t - lse;
+  }
+#ifndef VKF_NO_GRAD
+  float scale = step_scalars.grad_scale;
+  float uniform_mass = eps / float(p.V);
+  for (uint i = t; i < p.V; i += WG) {
+    float g = exp(x[base + i] - lse) - uniform_mass;
+    if (i == uint(tgt)) g -= 1.0 - eps;
+    dx[base + i] = g * scale;
+  }
+#endif
+}

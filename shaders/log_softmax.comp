@@ -1,0 +1,89 @@
+#version 450
+// y[r, v] = x[r, v] - log sum_u exp(x[r, u]), one workgroup per row of [rows, V]. One read of the
+// row for the max and the rescaled sum of exponentials (online softmax), one read + write for y.
+// y may alias x (in place): each element is read and then written by the same invocation.
+// vkf-variant: log_softmax_sg VKF_SUBGROUP=1
+#ifdef VKF_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_basic : require
+#endif
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 256;  // power of two
+
+layout(std430, binding = 0) buffer X { float x[]; };            // [rows, V]
+layout(std430, binding = 1) writeonly buffer Y { float y[]; };  // [rows, V]
+layout(push_constant) uniform Push {
+  uint rows;
+  uint V;
+} p;
+
+const float k_lowest = -3.402823466e38;
+
+shared float red[WG];
+
+#ifdef VKF_SUBGROUP
+float wg_max(float v) {
+  v = subgroupMax(v);
+  if (subgroupElect()) red[gl_SubgroupID] = v;
+  barrier();
+  float r = red[0];
+  for (uint i = 1; i < gl_NumSubgroups; ++i) r = max(r, red[i]);
+  barrier();
+  return r;
+}
+float wg_sum(float v) {
+  v = subgroupAdd(v);
+  if (subgroupElect()) red[gl_SubgroupID] = v;
+  barrier();
+  float r = red[0];
+  for (uint i = 1; i < gl_NumSubgroups; ++i) r += red[i];
+  barrier();
+  return r;
+}
+#else
+float wg_max(float v) {
+  uint t = gl_LocalInvocationID.x;
+  red[t] = v;
+  barrier();
+  for (uint s = WG / 2; s > 0; s >>= 1) {
+    if (t < s) red[t] = max(red[t], red[t + s]);
+    barrier();
+  }
+  float r = red[0];
+  barrier();
+  return r;
+}
+float wg_sum(float v) {
+  uint t = gl_LocalInvocationID.x;
+  red[t] = v;
+  barrier();
+  for (uint s = WG / 2; s > 0; s >>= 1) {
+    if (t < s) red[t] += red[t + s];
+    barrier();
+  }
+  float r = red[0];
+  barrier();
+  return r;
+}
+#endif
+
+void main() {
+  uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  if (row >= p.rows) return;  // uniform over the workgroup
+  uint t = gl_LocalInvocationID.x;
+  uint base = row * p.V;
+  float m = k_lowest, s = 0.0;
+  for (uint i = t; i < p.V; i += WG) {
+    float v = x[base + i];
+    if (v > m) {
+      s = s * exp(m - v) + 1.0;
+      m = v;
+    } else {
+      s += exp(v - m);
+    }
+  }
+  float row_max = wg_max(m);
+  float lse = row_max + log(wg_sum(s > 0.0 ? s * exp(m - row_max) : 0.0));
+  for (uint i = t; i < p.V; i += WG) y[base + i] = x[base + i] - lse;
+}

@@ -1,0 +1,244 @@
+// scale, copy, casts, reductions and top-k against plain double/STL references (small enough to
+// live here). Tolerances: scale and copy exact or 1 ulp; reductions rtol 1e-5 of the absolute sum;
+// f32 -> f16 within half an f16 ulp (2^-11 relative, normal range); top-k exact.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "engine/ops/elementwise.h"
+#include "engine/ops/topk.h"
+#include "tests/support/vk_test.h"
+
+using namespace vkf;
+
+VKF_TEST_CASE("scale with a constant, a per-step scalar and in place", "[shaders][small_ops]") {
+  Device& dev = test::device();
+  for (uint32_t n : {1u, 255u, 70001u}) {
+    auto x = test::random_floats(n, n);
+    Buffer bx = dev.allocate(n * 4, "x"), by = dev.allocate(n * 4, "y");
+    Buffer scalars = dev.allocate(64, "scalars", MemoryKind::host);
+    reinterpret_cast<float*>(scalars.mapped())[2] = -4.0f;
+    dev.upload(bx, x);
+    dev.upload(by, std::vector<float>(n, test::k_poison));
+    Recorder rec(dev);
+    ops::scale(dev, rec, {.x = bx, .y = by, .n = n, .alpha = 0.5f});
+    rec.finish().run();
+    std::vector<double> want(n);
+    for (uint32_t i = 0; i < n; ++i) want[i] = 0.5 * x[i];
+    CHECK(test::tolerance_ratio(dev.download<float>(by, n), want, 0, 1e-7) <= 1.0);
+
+    Recorder rec2(dev);
+    ops::scale(dev, rec2,
+               {.x = bx, .y = bx, .n = n, .alpha = 0.5f, .scalars = scalars, .scalar_index = 2});
+    rec2.finish().run();
+    for (uint32_t i = 0; i < n; ++i) want[i] = -2.0 * x[i];
+    CHECK(test::tolerance_ratio(dev.download<float>(bx, n), want, 0, 1e-7) <= 1.0);
+  }
+}
+
+VKF_TEST_CASE("copy: 1-D and strided 2-D blocks", "[shaders][small_ops]") {
+  Device& dev = test::device();
+  const uint32_t src_n = 5000, dst_n = 6000;
+  auto src = test::random_floats(src_n, 1);
+  Buffer bs = dev.allocate(src_n * 4, "src"), bd = dev.allocate(dst_n * 4, "dst");
+  dev.upload(bs, src);
+  struct Case {
+    uint32_t rows, cols, so, ss, dof, ds;
+  };
+  for (Case c : {Case{1, 5000, 0, 0, 0, 0}, Case{1, 1, 4999, 0, 5999, 0}, Case{7, 33, 3, 50, 5, 41},
+                 Case{70, 61, 1, 70, 13, 80}}) {
+    INFO(c.rows << "x" << c.cols);
+    dev.upload(bd, std::vector<float>(dst_n, test::k_poison));
+    Recorder rec(dev);
+    ops::copy(dev, rec,
+              {.src = bs,
+               .dst = bd,
+               .rows = c.rows,
+               .cols = c.cols,
+               .src_offset = c.so,
+               .src_stride = c.ss,
+               .dst_offset = c.dof,
+               .dst_stride = c.ds});
+    rec.finish().run();
+    auto got = dev.download<float>(bd, dst_n);
+    std::vector<float> want(dst_n, test::k_poison);
+    uint32_t ss = c.ss ? c.ss : c.cols, ds = c.ds ? c.ds : c.cols;
+    for (uint32_t r = 0; r < c.rows; ++r)
+      for (uint32_t j = 0; j < c.cols; ++j) want[c.dof + r * ds + j] = src[c.so + r * ss + j];
+    CHECK(got == want);  // untouched elements stay poisoned
+  }
+  Recorder rec(dev);
+  REQUIRE_THROWS_WITH(ops::copy(dev, rec, {.src = bs, .dst = bd, .rows = 2, .cols = 4000}),
+                      Catch::Contains("copy source"));
+}
+
+VKF_TEST_CASE("fp32 <-> fp16 casts round trip", "[shaders][small_ops][cast]") {
+  Device& dev = test::device();
+  if (!dev.info().storage16) {
+    WARN("no 16-bit storage on " << dev.label());
+    return;
+  }
+  for (uint32_t n : {1u, 7u, 100001u}) {
+    auto x = test::random_floats(n, n, -60000.0f, 60000.0f);
+    for (uint32_t i = 0; i < n; i += 3) x[i] *= 1e-4f;  // small magnitudes too
+    Buffer bx = dev.allocate(n * 4, "x"), bh = dev.allocate(n * 2 + 4, "h");
+    Buffer by = dev.allocate(n * 4, "y"), bh2 = dev.allocate(n * 2 + 4, "h2");
+    dev.upload(bx, x);
+    dev.upload(by, std::vector<float>(n, test::k_poison));
+    dev.upload(bh2, std::vector<uint16_t>(n + 2, 0xffff));
+    Recorder rec(dev);
+    ops::cast_f32_to_f16(dev, rec, {.x = bx, .y = bh, .n = n});
+    ops::cast_f16_to_f32(dev, rec, {.x = bh, .y = by, .n = n});
+    ops::cast_f32_to_f16(dev, rec, {.x = by, .y = bh2, .n = n});
+    rec.finish().run();
+    auto y = dev.download<float>(by, n);
+    std::vector<double> want(x.begin(), x.end());
+    // Normal range: half an ulp of f16 is 2^-11 relative; subnormals (< 6.1e-5) 2^-25 absolute.
+    CHECK(test::tolerance_ratio(y, want, std::ldexp(1.0, -24), std::ldexp(1.0, -11)) <= 1.0);
+    auto h = dev.download<uint16_t>(bh, n), h2 = dev.download<uint16_t>(bh2, n + 2);
+    CHECK(std::equal(h.begin(), h.end(), h2.begin()));  // f16 -> f32 -> f16 is exact
+    CHECK(h2[n] == 0xffff);                             // nothing written past n
+  }
+}
+
+VKF_TEST_CASE("sum and mean reductions are deterministic and match double",
+              "[shaders][small_ops][reduce]") {
+  Device& dev = test::device();
+  for (uint32_t wg : {32u, 64u, 256u, 1024u}) {
+    for (auto [rows, cols] :
+         {std::pair{1u, 1u}, std::pair{5u, 37u}, std::pair{33u, 1000u}, std::pair{2u, 70001u}}) {
+      INFO("wg " << wg << " [" << rows << ", " << cols << "]");
+      auto x = test::random_floats(size_t{rows} * cols, rows * cols, -1.0f, 3.0f);
+      Buffer bx = dev.allocate(x.size() * 4, "x"), by = dev.allocate(rows * 4, "y");
+      dev.upload(bx, x);
+      for (bool mean : {false, true}) {
+        dev.upload(by, std::vector<float>(rows, test::k_poison));
+        Recorder rec(dev);
+        ops::reduce_rows(
+            dev, rec,
+            {.x = bx, .y = by, .rows = rows, .cols = cols, .mean = mean, .workgroup_size = wg});
+        rec.finish().run();
+        std::vector<double> want(rows);
+        for (uint32_t r = 0; r < rows; ++r) {
+          for (uint32_t c = 0; c < cols; ++c) want[r] += x[size_t{r} * cols + c];
+          if (mean) want[r] /= cols;
+        }
+        CHECK(test::tolerance_ratio(dev.download<float>(by, rows), want, 1e-5 * (mean ? 1 : cols),
+                                    1e-5) <= 1.0);
+      }
+    }
+    for (uint32_t n : {1u, 8193u, 100003u}) {
+      INFO("wg " << wg << " reduce_all of " << n);
+      auto x = test::random_floats(n, n, -1.0f, 3.0f);
+      Buffer bx = dev.allocate(n * 4, "x"), by = dev.allocate(4, "y");
+      Buffer part = dev.allocate(ops::reduce_all_partials_bytes(n), "partials");
+      dev.upload(bx, x);
+      double sum = std::accumulate(x.begin(), x.end(), 0.0);
+      std::vector<float> first;
+      for (int rep = 0; rep < 2; ++rep) {
+        for (bool mean : {false, true}) {
+          dev.upload(by, std::vector<float>(1, test::k_poison));
+          Recorder rec(dev);
+          ops::reduce_all(
+              dev, rec,
+              {.x = bx, .y = by, .partials = part, .n = n, .mean = mean, .workgroup_size = wg});
+          rec.finish().run();
+          auto got = dev.download<float>(by, 1);
+          CHECK(test::tolerance_ratio(got, {mean ? sum / n : sum}, 1e-5 * (mean ? 1 : n), 1e-5) <=
+                1.0);
+          if (rep == 0)
+            first.push_back(got[0]);
+          else
+            CHECK(got[0] == first[mean ? 1 : 0]);  // bitwise the same on a rerun
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+// The k best of each row by (value desc, index asc), like a stable descending sort.
+void topk_reference(const std::vector<float>& x, uint32_t rows, uint32_t n, uint32_t k,
+                    std::vector<float>& values, std::vector<uint32_t>& indices) {
+  values.clear();
+  indices.clear();
+  std::vector<uint32_t> idx(n);
+  for (uint32_t r = 0; r < rows; ++r) {
+    std::iota(idx.begin(), idx.end(), 0u);
+    const float* row = x.data() + size_t{r} * n;
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](uint32_t a, uint32_t b) {
+      return row[a] > row[b] || (row[a] == row[b] && a < b);
+    });
+    for (uint32_t j = 0; j < k; ++j) {
+      values.push_back(row[idx[j]]);
+      indices.push_back(idx[j]);
+    }
+  }
+}
+
+}  // namespace
+
+VKF_TEST_CASE("topk matches partial_sort, ties to the lower index", "[shaders][small_ops][topk]") {
+  Device& dev = test::device();
+  // Every shape of chunk, with and without the pruning pre-pass.
+  const ops::TopKConfig configs[] = {{32, 4, true},   {32, 4, false}, {64, 32, true},
+                                     {64, 32, false}, {256, 8, true}, {1024, 3, true}};
+  struct Case {
+    uint32_t rows, n, k;
+    bool masked;  // all but a few entries -inf: fewer than k finite values
+  };
+  for (Case c : {Case{1, 1, 1}, Case{3, 5, 5}, Case{4, 37, 8}, Case{2, 1000, 64},
+                 Case{2, 37003, 64}, Case{5, 37003, 4}, Case{3, 5000, 8, true}}) {
+    // Quantised values make many ties; a few -inf entries (masked tokens) too.
+    std::mt19937 rng(c.n + c.k);
+    std::vector<float> x(size_t{c.rows} * c.n);
+    for (auto& v : x) v = float(int(rng() % 200) - 150) * 0.125f;
+    for (size_t i = 0; i < x.size(); i += c.masked ? 1 : 7)
+      if (!c.masked || i % 1700 != 5) x[i] = -std::numeric_limits<float>::infinity();
+    std::vector<float> want_v;
+    std::vector<uint32_t> want_i;
+    topk_reference(x, c.rows, c.n, c.k, want_v, want_i);
+    for (const auto& cfg : configs) {
+      if (2 * c.k > cfg.workgroup_size * cfg.per_thread) continue;
+      INFO("[" << c.rows << ", " << c.n << "] k " << c.k << " wg " << cfg.workgroup_size << " x "
+               << cfg.per_thread << (cfg.prune ? " pruned" : ""));
+      Buffer bx = dev.allocate(x.size() * 4, "x");
+      Buffer bv = dev.allocate(c.rows * c.k * 4, "values"),
+             bi = dev.allocate(c.rows * c.k * 4, "idx");
+      uint64_t scratch_bytes =
+          std::max<uint64_t>(16, ops::topk_scratch_bytes(c.rows, c.n, c.k, cfg));
+      Buffer scratch = dev.allocate(scratch_bytes, "scratch");
+      dev.upload(bx, x);
+      dev.upload(bv, std::vector<float>(c.rows * c.k, test::k_poison));
+      dev.upload(bi, std::vector<uint32_t>(c.rows * c.k, 0xdeadbeef));
+      Recorder rec(dev);
+      ops::topk(dev, rec,
+                {.values = bx,
+                 .out_values = bv,
+                 .out_indices = bi,
+                 .scratch = scratch,
+                 .rows = c.rows,
+                 .n = c.n,
+                 .k = c.k,
+                 .config = cfg});
+      rec.finish().run();
+      CHECK(dev.download<float>(bv, c.rows * c.k) == want_v);
+      CHECK(dev.download<uint32_t>(bi, c.rows * c.k) == want_i);
+    }
+  }
+}
+
+VKF_TEST_CASE("topk checks its arguments", "[shaders][small_ops][topk]") {
+  Device& dev = test::device();
+  Buffer b = dev.allocate(4096, "b");
+  Recorder rec(dev);
+  ops::TopKArgs a{.values = b, .out_values = b, .out_indices = b, .rows = 1, .n = 10, .k = 11};
+  REQUIRE_THROWS_WITH(ops::topk(dev, rec, a), Catch::Contains("k must be"));
+  a.k = 3;
+  a.n = 100000;
+  REQUIRE_THROWS_WITH(ops::topk(dev, rec, a), Catch::Contains("values buffer"));
+}
