@@ -1,0 +1,136 @@
+#include "engine/ops/matmul.h"
+
+#include <string>
+
+#include "engine/error.h"
+#include "engine/launch.h"
+
+namespace vkf::ops {
+namespace {
+
+struct Push {
+  uint32_t m, n, k;
+  uint32_t lda, ldb, ldc;
+  uint32_t stride_a, stride_b, stride_c;
+  float alpha, beta;
+};
+
+std::string shape_of(const MatmulArgs& a) {
+  return "matmul [" + std::to_string(a.batch) + " x " + std::to_string(a.m) + "x" +
+         std::to_string(a.k) + " * " + std::to_string(a.k) + "x" + std::to_string(a.n) + "]";
+}
+
+// Elements a batched [batch][rows, cols] operand with row stride ld spans.
+uint64_t span_elements(uint32_t batch, uint64_t stride, uint32_t rows, uint32_t cols, uint32_t ld) {
+  return (batch - 1) * stride + uint64_t(rows - 1) * ld + cols;
+}
+
+void check_operand(const MatmulArgs& args, const char* name, const BufferRef& buf,
+                   uint64_t elements, uint32_t esize) {
+  if (!buf.valid()) throw Error(shape_of(args) + ": operand " + name + " is not bound");
+  if (elements * esize > buf.size)
+    throw Error(shape_of(args) + ": operand " + name + " needs " +
+                std::to_string(elements * esize) + " bytes but its buffer has " +
+                std::to_string(buf.size));
+  // The shader indexes with 32-bit integers.
+  if (elements > UINT32_MAX)
+    throw Error(shape_of(args) + ": operand " + name + " spans " + std::to_string(elements) +
+                " elements, more than 32-bit indexing allows");
+}
+
+void check_ld(const MatmulArgs& args, const char* name, uint32_t ld, uint32_t min) {
+  if (ld < min)
+    throw Error(shape_of(args) + ": " + name + " = " + std::to_string(ld) + " is below " +
+                std::to_string(min));
+}
+
+}  // namespace
+
+void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
+  const DeviceInfo& info = dev.info();
+  if (args.m == 0 || args.n == 0 || args.k == 0 || args.batch == 0)
+    throw Error(shape_of(args) + ": empty dimensions are not supported");
+  if (args.dtype != DType::f32 && args.dtype != DType::f16)
+    throw Error(shape_of(args) + ": dtype " + dtype_name(args.dtype) + " is not supported");
+  if (args.dtype == DType::f16 && !info.storage16)
+    throw Error(shape_of(args) + ": f16 storage needs storageBuffer16BitAccess, which " +
+                dev.label() + " lacks");
+  const MatmulConfig& cfg = args.config ? *args.config : choose_matmul_config(info);
+  if (!matmul_config_fits(cfg, info))
+    throw Error(shape_of(args) + ": configuration '" + cfg.name + "' exceeds the limits of " +
+                dev.label());
+  if (args.batch > info.max_workgroup_count[2])
+    throw Error(shape_of(args) + ": batch " + std::to_string(args.batch) + " exceeds " +
+                std::to_string(info.max_workgroup_count[2]) + " workgroups in z");
+
+  const uint32_t esize = dtype_bytes(args.dtype);
+  const uint32_t a_rows = args.trans_a ? args.k : args.m, a_cols = args.trans_a ? args.m : args.k;
+  const uint32_t b_rows = args.trans_b ? args.n : args.k, b_cols = args.trans_b ? args.k : args.n;
+  Push push{};
+  push.m = args.m;
+  push.n = args.n;
+  push.k = args.k;
+  push.lda = args.lda.value_or(a_cols);
+  push.ldb = args.ldb.value_or(b_cols);
+  push.ldc = args.ldc.value_or(args.n);
+  check_ld(args, "lda", push.lda, a_cols);
+  check_ld(args, "ldb", push.ldb, b_cols);
+  check_ld(args, "ldc", push.ldc, args.n);
+  const uint64_t packed_a = span_elements(1, 0, a_rows, a_cols, push.lda);
+  const uint64_t packed_b = span_elements(1, 0, b_rows, b_cols, push.ldb);
+  const uint64_t packed_c = span_elements(1, 0, args.m, args.n, push.ldc);
+  const uint64_t sa = args.stride_a.value_or(packed_a), sb = args.stride_b.value_or(packed_b),
+                 sc = args.stride_c.value_or(packed_c);
+  if (sa > UINT32_MAX || sb > UINT32_MAX || sc > UINT32_MAX)
+    throw Error(shape_of(args) + ": batch strides exceed 32-bit indexing");
+  push.stride_a = uint32_t(sa);
+  push.stride_b = uint32_t(sb);
+  push.stride_c = uint32_t(sc);
+  push.alpha = args.alpha;
+  push.beta = args.beta;
+  const uint64_t c_elements = span_elements(args.batch, sc, args.m, args.n, push.ldc);
+  check_operand(args, "A", args.a, span_elements(args.batch, sa, a_rows, a_cols, push.lda), esize);
+  check_operand(args, "B", args.b, span_elements(args.batch, sb, b_rows, b_cols, push.ldb), esize);
+  check_operand(args, "C", args.c, c_elements, esize);
+  if (args.batch > 1 && sc < packed_c)
+    throw Error(shape_of(args) + ": stride_c " + std::to_string(sc) +
+                " makes batch items of C overlap");
+
+  // Binding 3 is read only by the bias and residual epilogues; otherwise A stands in for it.
+  BufferRef extra = args.a;
+  if (args.epilogue == Epilogue::bias || args.epilogue == Epilogue::bias_relu) {
+    check_operand(args, "bias", args.bias, args.n, esize);
+    extra = args.bias;
+  } else if (args.epilogue == Epilogue::residual) {
+    check_operand(args, "residual", args.residual, c_elements, esize);
+    if (args.residual.overlaps(args.c))
+      throw Error(shape_of(args) + ": the residual must not overlap C (use beta = 1 instead)");
+    extra = args.residual;
+  }
+
+  // The direct path reads k-contiguous operands (A not transposed, B transposed) as 4-vectors
+  // when their row and batch strides are multiples of 4.
+  uint32_t vec = 0;
+  if (!cfg.shared) {
+    if (!args.trans_a && push.lda % 4 == 0 && push.stride_a % 4 == 0) vec |= 1;
+    if (args.trans_b && push.ldb % 4 == 0 && push.stride_b % 4 == 0) vec |= 2;
+  }
+  KernelSpec spec{
+      args.dtype == DType::f16 ? "matmul_f16" : "matmul",
+      4,
+      sizeof(Push),
+      {cfg.workgroup, cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.shared ? 1u : 0u,
+       args.trans_a ? 1u : 0u, args.trans_b ? 1u : 0u, static_cast<uint32_t>(args.epilogue), vec}};
+  // The direct path needs the workgroup to be exactly one subgroup.
+  if (!cfg.shared && info.subgroup_size != cfg.workgroup) spec.subgroup_size = cfg.workgroup;
+  const Kernel& k = dev.kernel(spec);
+  const std::array<uint32_t, 3> groups{ceil_div(args.n, cfg.bn), ceil_div(args.m, cfg.bm),
+                                       args.batch};
+  if (groups[0] > info.max_workgroup_count[0] || groups[1] > info.max_workgroup_count[1])
+    throw Error(shape_of(args) + ": needs " + std::to_string(groups[0]) + " x " +
+                std::to_string(groups[1]) + " workgroups, above the device's limits");
+  const Arg c_arg = args.beta != 0.0f ? inout(args.c) : out(args.c);
+  rec.dispatch(k, {in(args.a), in(args.b), c_arg, in(extra)}, push, groups);
+}
+
+}  // namespace vkf::ops

@@ -1,0 +1,42 @@
+#pragma once
+// Batched, strided GEMM with fused epilogues:
+//   C = alpha * op(A) * op(B) + beta * C, then + bias[n] | relu(. + bias[n]) | + R[m, n].
+// The kernel is shaders/matmul.comp; tiles come from the tuning table (matmul_tuning.h).
+#include <cstdint>
+#include <optional>
+
+#include "engine/device.h"
+#include "engine/ops/matmul_tuning.h"
+#include "engine/recorder.h"
+#include "engine/tensor.h"
+
+namespace vkf::ops {
+
+enum class Epilogue : uint32_t { none = 0, bias = 1, bias_relu = 2, residual = 3 };
+
+struct MatmulArgs {
+  // All element counts, strides and leading dimensions are in elements of `dtype`.
+  BufferRef a;         // op(A): [batch][m, k]; stored [m, k] row stride lda, or [k, m] when trans_a
+  BufferRef b;         // op(B): [batch][k, n]; stored [k, n] row stride ldb, or [n, k] when trans_b
+  BufferRef c;         // C: [batch][m, n], row stride ldc; read only when beta != 0
+  BufferRef bias;      // [n]; for Epilogue::bias and bias_relu (not batched)
+  BufferRef residual;  // R: [batch][m, n] with C's layout (ldc, stride_c); Epilogue::residual
+  uint32_t m = 0, n = 0, k = 0;
+  uint32_t batch = 1;
+  bool trans_a = false;
+  bool trans_b = false;  // true for PyTorch Linear weights W[n, k]: y = x W^T
+  // Row strides; nullopt = packed (k or m for A, n or k for B, n for C).
+  std::optional<uint32_t> lda, ldb, ldc;
+  // Elements between batch items; nullopt = packed; 0 broadcasts one operand over the batch.
+  std::optional<uint32_t> stride_a, stride_b, stride_c;
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  Epilogue epilogue = Epilogue::none;
+  DType dtype = DType::f32;  // f32, or f16 storage (fp32 arithmetic) on devices with storage16
+  // Forces a tuning-table row (tests, benches); nullptr = choose_matmul_config(device).
+  const MatmulConfig* config = nullptr;
+};
+
+void matmul(Device& dev, Recorder& rec, const MatmulArgs& args);
+
+}  // namespace vkf::ops

@@ -1,0 +1,193 @@
+#version 450
+// C = alpha * op(A) * op(B) + beta * C, then an optional fused epilogue, batched over z.
+//   op(A): [M, K]; stored [M, K] (row stride lda), or [K, M] when TRANS_A.
+//   op(B): [K, N]; stored [K, N] (row stride ldb), or [N, K] when TRANS_B (PyTorch Linear W).
+//   C:     [M, N], row stride ldc. Batch item z starts at z * stride_{a,b,c} elements.
+// Epilogues (after alpha/beta): 1 = + bias[n], 2 = relu(. + bias[n]), 3 = + R[m, n] where R has
+// C's layout (ldc, stride_c).
+// Two code paths, chosen by the SHARED specialization constant (see engine/ops/matmul_tuning.h):
+//   SHARED = 1: BM x BK and BK x BN tiles staged in shared memory, each thread accumulating a
+//               TM x TN register block (GPUs).
+//   SHARED = 0: each thread reads its operands straight from the buffers into a TM x TN register
+//               block. On CPU devices (lavapipe) shared memory is ordinary memory behind
+//               per-lane address arithmetic plus a barrier, so it only costs.
+// SHARED = 0 needs the workgroup to be exactly one subgroup.
+// Arithmetic and accumulation are fp32; the f16 variant only stores A, B, C, bias, R as fp16.
+// vkf-variant: matmul_f16 VKF_FP16=1
+#extension GL_GOOGLE_include_directive : require
+#ifdef VKF_FP16
+#extension GL_EXT_shader_16bit_storage : require
+#define STORE_T float16_t
+#define STORE4_T f16vec4
+#else
+#define STORE_T float
+#define STORE4_T vec4
+#endif
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint BM = 64;
+layout(constant_id = 2) const uint BN = 64;
+layout(constant_id = 3) const uint BK = 16;
+layout(constant_id = 4) const uint TM = 4;
+layout(constant_id = 5) const uint TN = 4;
+layout(constant_id = 6) const uint SHARED = 1;
+layout(constant_id = 7) const uint TRANS_A = 0;
+layout(constant_id = 8) const uint TRANS_B = 0;
+layout(constant_id = 9) const uint EPILOGUE = 0;
+layout(constant_id = 10) const uint VEC = 0;
+
+layout(std430, binding = 0) readonly buffer A { STORE_T a[]; };
+layout(std430, binding = 1) readonly buffer B { STORE_T b[]; };
+// 4-vector views of A and B for k-contiguous, 4-aligned operands (VEC).
+layout(std430, binding = 0) readonly buffer A4 { STORE4_T a4[]; };
+layout(std430, binding = 1) readonly buffer B4 { STORE4_T b4[]; };
+layout(std430, binding = 2) buffer C { STORE_T c[]; };
+// bias [N] for epilogues 1 and 2, R for epilogue 3, unused (any buffer) otherwise.
+layout(std430, binding = 3) readonly buffer X { STORE_T x[]; };
+
+layout(push_constant) uniform Push {
+  uint m, n, k;
+  uint lda, ldb, ldc;
+  uint stride_a, stride_b, stride_c;
+  float alpha, beta;
+} p;
+
+// Threads of a workgroup form a (BM/TM) x (BN/TN) grid; thread (tm, tn) owns rows
+// tm + i * RSTEP and columns tn + j * CSTEP, so neighbouring threads touch neighbouring columns.
+const uint CSTEP = BN / TN;
+const uint RSTEP = BM / TM;
+const uint S = gl_WorkGroupSize.x;  // SHARED = 0: the subgroup size
+// SHARED = 0: A rows each lane fetches; 1 on the shared path, where TM / S may be 0 (an array
+// of size 0 is invalid SPIR-V even where unused).
+const uint AROWS = SHARED == 0 ? TM / S : 1;
+
+shared float as[SHARED != 0 ? BK * BM : 1];  // [BK][BM]
+shared float bs[SHARED != 0 ? BK * BN : 1];  // [BK][BN]
+
+float load_a(uint base, uint row, uint kk) {
+  return float(a[base + (TRANS_A != 0 ? kk * p.lda + row : row * p.lda + kk)]);
+}
+float load_b(uint base, uint kk, uint col) {
+  return float(b[base + (TRANS_B != 0 ? col * p.ldb + kk : kk * p.ldb + col)]);
+}
+
+// A(row, kk .. kk + 3) and B(kk .. kk + 3, col): vector reads when VEC allows (kk is then a
+// multiple of 4, as are the row and batch strides), else 4 scalar reads.
+vec4 load_a4(uint base, uint row, uint kk) {
+  if ((VEC & 1) != 0) return vec4(a4[(base + row * p.lda + kk) / 4]);
+  return vec4(load_a(base, row, kk), load_a(base, row, kk + 1), load_a(base, row, kk + 2),
+              load_a(base, row, kk + 3));
+}
+vec4 load_b4(uint base, uint kk, uint col) {
+  if ((VEC & 2) != 0) return vec4(b4[(base + col * p.ldb + kk) / 4]);
+  return vec4(load_b(base, kk, col), load_b(base, kk + 1, col), load_b(base, kk + 2, col),
+              load_b(base, kk + 3, col));
+}
+
+float acc[TM][TN];  // this invocation's C block: rows tm + i * RSTEP, columns tn + j * CSTEP
+
+const uint KV = 2;  // direct path: 4-vectors of k per operand row in the main loop
+
+// Direct path (SHARED = 0), one subgroup per workgroup (WG == subgroup size S, checked by the
+// wrapper): all lanes share rows m0 .. m0 + TM - 1 and lane l owns columns n0 + l + S * j. On
+// CPU devices each per-lane buffer load is a scalar loop over the lanes, so A is loaded once per
+// S rows (lane l fetches row r * S + l) and handed to all lanes by subgroupShuffle (a register
+// permute), k-contiguous operands are read as 4-vectors (VEC bit 0: A, bit 1: B), and k is the
+// innermost loop so each accumulator takes 4 * nv FMAs in a register before going back to
+// memory (a TM x TN block does not fit in a CPU's registers). Out-of-range rows and columns
+// read a clamped (valid) element and are never stored: the inner loop has no branches.
+// Accumulates k0 .. k0 + 4 * nv - 1 (nv <= KV, a literal at each call).
+uint arow[AROWS];  // direct path: the A row this lane fetches for rows r * S .. r * S + S - 1
+uint cols[TN];      // direct path: this lane's columns of C
+void direct_chunk(uint base_a, uint base_b, uint k0, uint nv) {
+  vec4 ar[AROWS][KV], bv[TN][KV];
+  for (uint v = 0; v < nv; ++v) {
+    for (uint r = 0; r < AROWS; ++r) ar[r][v] = load_a4(base_a, arow[r], k0 + 4 * v);
+    for (uint j = 0; j < TN; ++j) bv[j][v] = load_b4(base_b, k0 + 4 * v, cols[j]);
+  }
+  for (uint i = 0; i < TM; ++i) {
+    vec4 av[KV];
+    for (uint v = 0; v < nv; ++v)
+      for (uint kk = 0; kk < 4; ++kk) av[v][kk] = subgroupShuffle(ar[i / S][v][kk], i % S);
+    for (uint j = 0; j < TN; ++j) {
+      float t = acc[i][j];
+      for (uint v = 0; v < nv; ++v)
+        for (uint kk = 0; kk < 4; ++kk) t = fma(av[v][kk], bv[j][v][kk], t);
+      acc[i][j] = t;
+    }
+  }
+}
+
+void main() {
+  const uint lid = gl_LocalInvocationID.x;
+  const uint tn = lid % CSTEP, tm = lid / CSTEP;
+  const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
+  const uint z = gl_WorkGroupID.z;
+  const uint base_a = z * p.stride_a, base_b = z * p.stride_b, base_c = z * p.stride_c;
+
+  for (uint i = 0; i < TM; ++i)
+    for (uint j = 0; j < TN; ++j) acc[i][j] = 0.0;
+
+  if (SHARED == 0) {
+    const uint lane = gl_SubgroupInvocationID;
+    for (uint r = 0; r < AROWS; ++r) arow[r] = min(m0 + r * S + lane, p.m - 1);
+    for (uint j = 0; j < TN; ++j) cols[j] = min(n0 + lane + j * S, p.n - 1);
+    uint k0 = 0;
+    for (; k0 + 4 * KV <= p.k; k0 += 4 * KV) direct_chunk(base_a, base_b, k0, KV);
+    for (; k0 + 4 <= p.k; k0 += 4) direct_chunk(base_a, base_b, k0, 1);
+    for (; k0 < p.k; ++k0) {
+      float ar[AROWS], bv[TN];
+      for (uint r = 0; r < AROWS; ++r) ar[r] = load_a(base_a, arow[r], k0);
+      for (uint j = 0; j < TN; ++j) bv[j] = load_b(base_b, k0, cols[j]);
+      for (uint i = 0; i < TM; ++i) {
+        const float av = subgroupShuffle(ar[i / S], i % S);
+        for (uint j = 0; j < TN; ++j) acc[i][j] = fma(av, bv[j], acc[i][j]);
+      }
+    }
+  } else {
+    for (uint k0 = 0; k0 < p.k; k0 += BK) {
+      // Stage A's tile as [BK][BM] and B's as [BK][BN]; the load order follows memory order
+      // (k fastest when the operand is k-contiguous) so global reads stay coalesced.
+      for (uint idx = lid; idx < BM * BK; idx += gl_WorkGroupSize.x) {
+        uint r = TRANS_A != 0 ? idx % BM : idx / BK;
+        uint kk = TRANS_A != 0 ? idx / BM : idx % BK;
+        bool ok = m0 + r < p.m && k0 + kk < p.k;
+        as[kk * BM + r] = ok ? load_a(base_a, m0 + r, k0 + kk) : 0.0;
+      }
+      for (uint idx = lid; idx < BN * BK; idx += gl_WorkGroupSize.x) {
+        uint col = TRANS_B != 0 ? idx / BK : idx % BN;
+        uint kk = TRANS_B != 0 ? idx % BK : idx / BN;
+        bool ok = n0 + col < p.n && k0 + kk < p.k;
+        bs[kk * BN + col] = ok ? load_b(base_b, k0 + kk, n0 + col) : 0.0;
+      }
+      barrier();
+      for (uint kk = 0; kk < BK; ++kk) {
+        float av[TM], bv[TN];
+        for (uint i = 0; i < TM; ++i) av[i] = as[kk * BM + tm + i * RSTEP];
+        for (uint j = 0; j < TN; ++j) bv[j] = bs[kk * BN + tn + j * CSTEP];
+        for (uint i = 0; i < TM; ++i)
+          for (uint j = 0; j < TN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+      }
+      barrier();
+    }
+  }
+
+  for (uint i = 0; i < TM; ++i) {
+    const uint row = m0 + tm + i * RSTEP;
+    if (row >= p.m) break;
+    for (uint j = 0; j < TN; ++j) {
+      const uint col = n0 + tn + j * CSTEP;
+      if (col >= p.n) break;
+      const uint ci = base_c + row * p.ldc + col;
+      float v = p.alpha * acc[i][j];
+      // beta == 0 must not read C: it may hold garbage (NaN * 0 is NaN).
+      if (p.beta != 0.0) v += p.beta * float(c[ci]);
+      if (EPILOGUE == 1 || EPILOGUE == 2) v += float(x[col]);
+      if (EPILOGUE == 2) v = max(v, 0.0);
+      if (EPILOGUE == 3) v += float(x[ci]);
+      c[ci] = STORE_T(v);
+    }
+  }
+}

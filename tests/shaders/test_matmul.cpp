@@ -1,0 +1,229 @@
+// ops::matmul against the double-precision reference, for EVERY row of the tuning table and both
+// storage types, so the tiles other vendors' GPUs take are exercised on lavapipe too.
+//
+// Tolerances, relative to the sum of the magnitudes of the terms of each output
+// (|alpha| sum_k |a b| + |beta c| + |bias| + |r|):
+//   f32 storage: 1e-4 (fp32 accumulation over k <= 129 errs by at most ~k * 6e-8).
+//   f16 storage: 2e-3; the reference rounds its inputs to fp16, so what remains is fp32
+//                accumulation plus one fp16 rounding of the stored result (2^-11 relative).
+// Elements outside the written [m, n] grid (row padding, batch gaps, guard zones before and after
+// C) must come back bit for bit unchanged.
+#include <cstring>
+#include <string>
+
+#include "engine/ops/matmul.h"
+#include "tests/reference/matmul.h"
+#include "tests/support/vk_test.h"
+
+using namespace vkf;
+
+namespace {
+
+struct Case {
+  uint32_t m, n, k, batch;
+  bool trans_a, trans_b;
+  uint32_t pad;  // extra elements per row of A, B and C (0 = packed)
+  float alpha, beta;
+  ops::Epilogue epilogue;
+  bool broadcast_b = false;  // stride_b = 0: one B for every batch item
+};
+
+// Sizes not divisible by any tile (1, 7, 33, 65, 127, 129), every transpose pair, batch > 1,
+// alpha/beta not 0/1, each epilogue.
+const Case k_cases[] = {
+    {1, 1, 1, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
+    {7, 33, 65, 1, false, true, 0, 1.0f, 0.0f, ops::Epilogue::bias},
+    {33, 7, 129, 3, true, false, 0, 0.5f, 0.0f, ops::Epilogue::bias_relu},
+    {65, 127, 33, 2, true, true, 3, -1.5f, 0.75f, ops::Epilogue::residual},
+    {129, 65, 7, 1, false, true, 0, 1.0f, 1.0f, ops::Epilogue::none},
+    {127, 129, 127, 1, false, false, 5, 2.0f, -0.5f, ops::Epilogue::bias},
+    {16, 64, 1, 2, false, true, 0, 1.0f, 0.0f, ops::Epilogue::residual},
+    {33, 33, 33, 3, false, true, 1, 1.0f, 0.0f, ops::Epilogue::bias_relu, true},
+    // K and strides multiples of 4: the direct path's 4-vector reads of A and/or B.
+    {37, 70, 64, 2, false, true, 4, 1.0f, 0.0f, ops::Epilogue::bias},
+    {9, 33, 32, 1, false, false, 0, 1.0f, 0.5f, ops::Epilogue::residual},
+    {40, 9, 36, 2, true, true, 0, -1.0f, 0.0f, ops::Epilogue::none},
+};
+
+constexpr uint32_t k_guard = 16;  // elements of poison before and after C's range
+
+std::string describe(const ops::MatmulConfig& cfg, DType t, const Case& c) {
+  return std::string(cfg.name) + " " + dtype_name(t) + " m=" + std::to_string(c.m) +
+         " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+         " batch=" + std::to_string(c.batch) + " ta=" + std::to_string(c.trans_a) +
+         " tb=" + std::to_string(c.trans_b) + " pad=" + std::to_string(c.pad) +
+         " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta) +
+         " epilogue=" + std::to_string(int(c.epilogue));
+}
+
+// Host values as the device stores them: f16 rounds.
+std::vector<float> stored(std::vector<float> v, DType t) {
+  if (t == DType::f16)
+    for (float& x : v) x = ref::round_half(x);
+  return v;
+}
+
+void upload(Device& dev, const BufferRef& dst, const std::vector<float>& v, DType t) {
+  if (t == DType::f32) return dev.upload(dst, v.data(), v.size() * 4);
+  std::vector<uint16_t> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = ref::to_half(v[i]);
+  dev.upload(dst, h.data(), h.size() * 2);
+}
+
+std::vector<float> download(Device& dev, const BufferRef& src, size_t n, DType t) {
+  if (t == DType::f32) return dev.download<float>(src, n);
+  auto h = dev.download<uint16_t>(src, n);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = ref::from_half(h[i]);
+  return v;
+}
+
+void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c, uint32_t seed) {
+  INFO(describe(cfg, t, c));
+  const uint32_t es = dtype_bytes(t);
+  // f32 poison is test::k_poison; f16 cannot hold it, so -65504 (no product of our inputs).
+  const float poison = t == DType::f32 ? test::k_poison : -65504.0f;
+  ref::Gemm g;
+  g.m = c.m, g.n = c.n, g.k = c.k, g.batch = c.batch;
+  g.trans_a = c.trans_a, g.trans_b = c.trans_b;
+  g.lda = (c.trans_a ? c.m : c.k) + c.pad;
+  g.ldb = (c.trans_b ? c.k : c.n) + c.pad;
+  g.ldc = c.n + c.pad;
+  g.stride_a = uint64_t(c.trans_a ? c.k : c.m) * g.lda;
+  g.stride_b = c.broadcast_b ? 0 : uint64_t(c.trans_b ? c.n : c.k) * g.ldb;
+  g.stride_c = uint64_t(c.m) * g.ldc + c.pad;  // a gap between batch items of C
+  g.alpha = c.alpha, g.beta = c.beta, g.epilogue = int(c.epilogue);
+  const size_t na = g.stride_a * c.batch,
+               nb = c.broadcast_b ? uint64_t(c.trans_b ? c.n : c.k) * g.ldb : g.stride_b * c.batch;
+  const size_t nc = g.stride_c * c.batch;
+
+  auto a = stored(test::random_floats(na, seed), t);
+  auto b = stored(test::random_floats(nb, seed + 1), t);
+  auto bias = stored(test::random_floats(c.n, seed + 2), t);
+  auto r = stored(test::random_floats(nc, seed + 3), t);
+  // C is poisoned unless beta reads it; the guards and gaps are poisoned always.
+  std::vector<float> c0(nc, poison);
+  if (c.beta != 0.0f) {
+    auto rc = stored(test::random_floats(nc, seed + 4), t);
+    for (uint32_t z = 0; z < c.batch; ++z)
+      for (uint32_t i = 0; i < c.m; ++i)
+        for (uint32_t j = 0; j < c.n; ++j) {
+          size_t idx = z * g.stride_c + uint64_t(i) * g.ldc + j;
+          c0[idx] = rc[idx];
+        }
+  }
+  std::vector<float> c_full(nc + 2 * k_guard, poison);
+  std::copy(c0.begin(), c0.end(), c_full.begin() + k_guard);
+
+  Buffer ba = dev.allocate(na * es, "A"), bb = dev.allocate(nb * es, "B");
+  Buffer bc = dev.allocate(c_full.size() * es, "C"), bbias = dev.allocate(c.n * es, "bias");
+  Buffer br = dev.allocate(nc * es, "R");
+  upload(dev, ba, a, t);
+  upload(dev, bb, b, t);
+  upload(dev, bc, c_full, t);
+  upload(dev, bbias, bias, t);
+  upload(dev, br, r, t);
+
+  ops::MatmulArgs args;
+  args.a = ba;
+  args.b = bb;
+  args.c = BufferRef(bc).slice(k_guard * es, nc * es);
+  args.bias = bbias;
+  args.residual = br;
+  args.m = c.m, args.n = c.n, args.k = c.k, args.batch = c.batch;
+  args.trans_a = c.trans_a, args.trans_b = c.trans_b;
+  args.lda = g.lda, args.ldb = g.ldb, args.ldc = g.ldc;
+  args.stride_a = uint32_t(g.stride_a), args.stride_b = uint32_t(g.stride_b);
+  args.stride_c = uint32_t(g.stride_c);
+  args.alpha = c.alpha, args.beta = c.beta, args.epilogue = c.epilogue;
+  args.dtype = t;
+  args.config = &cfg;
+  Recorder rec(dev);
+  ops::matmul(dev, rec, args);
+  rec.finish().run();
+
+  auto got_full = download(dev, bc, c_full.size(), t);
+  for (uint32_t i = 0; i < k_guard; ++i) {
+    CHECK(got_full[i] == poison);
+    CHECK(got_full[k_guard + nc + i] == poison);
+  }
+  std::vector<float> got(got_full.begin() + k_guard, got_full.begin() + k_guard + nc);
+  auto want = ref::matmul(g, a, b, c0, bias, r);
+  const double rtol = t == DType::f32 ? 1e-4 : 2e-3, atol = t == DType::f32 ? 1e-7 : 1e-6;
+  double worst = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < nc; ++i) {
+    double e = std::isfinite(got[i]) ? std::fabs(got[i] - want.c[i]) / (atol + rtol * want.scale[i])
+                                     : INFINITY;
+    if (!(e <= worst)) worst = e, worst_at = i;
+  }
+  INFO("worst element " << worst_at << ": got " << got[worst_at] << " want " << want.c[worst_at]);
+  CHECK(worst <= 1.0);
+}
+
+}  // namespace
+
+VKF_TEST_CASE("matmul matches the reference for every tuning-table row", "[shaders][matmul]") {
+  Device& dev = test::device();
+  std::vector<DType> types{DType::f32};
+  if (dev.info().storage16)
+    types.push_back(DType::f16);
+  else
+    WARN(dev.label() << " has no 16-bit storage: the f16 variant is not tested");
+  for (const ops::MatmulConfig& cfg : ops::matmul_configs()) {
+    REQUIRE(ops::matmul_config_fits(cfg, dev.info()));
+    for (DType t : types) {
+      uint32_t seed = 1;
+      for (const Case& c : k_cases) run_case(dev, cfg, t, c, seed += 10);
+    }
+  }
+}
+
+VKF_TEST_CASE("matmul uses the device's row unless forced", "[shaders][matmul]") {
+  Device& dev = test::device();
+  const ops::MatmulConfig& chosen = ops::choose_matmul_config(dev.info());
+  CHECK(ops::matmul_config_fits(chosen, dev.info()));
+  if (dev.info().is_cpu()) CHECK(std::string(chosen.name) == "cpu_direct");
+  // Default (table choice) path runs too.
+  run_case(dev, chosen, DType::f32, k_cases[1], 99);
+}
+
+TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any device",
+          "[shaders][matmul]") {
+  for (const ops::MatmulConfig& cfg : ops::matmul_configs()) {
+    INFO(cfg.name);
+    CHECK(cfg.bm % cfg.tm == 0);
+    CHECK(cfg.bn % cfg.tn == 0);
+    CHECK((cfg.bm / cfg.tm) * (cfg.bn / cfg.tn) == cfg.workgroup);
+    if (!cfg.shared) {
+      CHECK(cfg.bm == cfg.tm);
+      CHECK(cfg.tm % cfg.workgroup == 0);
+    }
+  }
+  // Vulkan's required minimums: 128 invocations, 16 KiB of shared memory.
+  DeviceInfo tiny;
+  tiny.vendor = Vendor::nvidia;
+  tiny.max_workgroup_invocations = 128;
+  tiny.max_workgroup_size = {128, 128, 64};
+  tiny.shared_memory_bytes = 16384;
+  CHECK(std::string(ops::choose_matmul_config(tiny).name) == "fallback");
+  CHECK(ops::matmul_config_fits(ops::matmul_config("fallback"), tiny));
+  CHECK_THROWS_WITH(ops::matmul_config("nope"), Catch::Contains("fallback"));
+}
+
+VKF_TEST_CASE("matmul checks its arguments", "[shaders][matmul]") {
+  Device& dev = test::device();
+  Buffer small = dev.allocate(64, "small"), big = dev.allocate(1 << 16, "big");
+  Recorder rec(dev);
+  ops::MatmulArgs args;
+  args.a = big, args.b = big, args.c = small;
+  args.m = 8, args.n = 8, args.k = 8;
+  CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("operand C needs 256 bytes"));
+  args.c = BufferRef(big).slice(0, 1024);
+  args.a = BufferRef(big).slice(1024, 4096);
+  args.lda = 4;
+  CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("lda = 4"));
+  args.lda.reset();
+  args.epilogue = ops::Epilogue::bias;
+  CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("bias is not bound"));
+}
