@@ -1,0 +1,74 @@
+// Fused attention forward and backward at Transformer-base shapes (8 heads, d_k 64): batch 64 x
+// len 64 (4096 tokens) and batch 16 x len 256. FLOPs counted as 4 * b * h * lq * lk * d for the
+// forward (Q K^T and P V) and 2.5x that for the backward (recomputed Q K^T, dO V^T, dV, dK, dQ).
+//   bench_attention --benchmark_min_time=0.1
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+
+#include "engine/engine.h"
+#include "engine/ops/attention.h"
+#include "engine/step_scalars.h"
+
+using namespace vkf;
+
+namespace {
+
+Device& device() {
+  static std::unique_ptr<Device> dev = Device::create(std::make_shared<Instance>(InstanceOptions{}));
+  return *dev;
+}
+
+void run(benchmark::State& state, bool backward) {
+  const uint32_t batch = uint32_t(state.range(0)), len = uint32_t(state.range(1));
+  const uint32_t heads = 8, d = 64;
+  const bool causal = state.range(2) != 0;
+  const float dropout = state.range(3) ? 0.1f : 0.0f;
+  Device& dev = device();
+  const uint64_t n = uint64_t{batch} * heads * len * d, rows = uint64_t{batch} * heads * len;
+  Buffer q = dev.allocate(n * 4, "q"), k = dev.allocate(n * 4, "k"), v = dev.allocate(n * 4, "v");
+  Buffer o = dev.allocate(n * 4, "o"), d_o = dev.allocate(n * 4, "d_o");
+  Buffer d_q = dev.allocate(n * 4, "d_q"), d_k = dev.allocate(n * 4, "d_k");
+  Buffer d_v = dev.allocate(n * 4, "d_v");
+  Buffer lse = dev.allocate(rows * 4, "lse"), delta = dev.allocate(rows * 4, "delta");
+  Buffer scalars = dev.allocate(sizeof(StepScalars), "scalars", MemoryKind::host);
+  StepScalars st;
+  std::memcpy(scalars.mapped(), &st, sizeof st);
+  ops::AttentionArgs a;
+  a.batch = batch, a.heads = heads, a.len_q = len, a.len_k = len, a.d_k = d, a.d_v = d;
+  a.q = q, a.k = k, a.v = v, a.o = o, a.lse = lse, a.scalars = scalars;
+  a.causal = causal, a.dropout_p = dropout;
+  {  // inputs: anything finite
+    Recorder init(dev);
+    for (const Buffer* b : {&q, &k, &v, &d_o}) init.fill(*b, 0x3C23D70Au);  // 0.01f
+    ops::attention_forward(dev, init, a);
+    init.finish().run();
+  }
+  Recorder rec(dev);
+  if (backward)
+    ops::attention_backward(dev, rec, {a, d_o, d_q, d_k, d_v, delta, {}, {}});
+  else
+    ops::attention_forward(dev, rec, a);
+  Sequence seq = rec.finish();
+  seq.run();  // warm-up
+  for (auto _ : state) seq.run();
+  double flops = 4.0 * batch * heads * len * len * d * (backward ? 2.5 : 1.0);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(dev.info().name);
+}
+
+void BM_attention_forward(benchmark::State& s) { run(s, false); }
+void BM_attention_backward(benchmark::State& s) { run(s, true); }
+
+// Args: batch, len, causal, dropout.
+#define SHAPES ArgNames({"batch", "len", "causal", "dropout"}) \
+  ->Args({64, 64, 0, 0})->Args({64, 64, 1, 1})->Args({16, 256, 0, 0})->Args({16, 256, 1, 1}) \
+  ->Unit(benchmark::kMillisecond)->UseRealTime()
+BENCHMARK(BM_attention_forward)->SHAPES;
+BENCHMARK(BM_attention_backward)->SHAPES;
+
+}  // namespace
+
+BENCHMARK_MAIN();

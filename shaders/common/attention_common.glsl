@@ -1,0 +1,87 @@
+// Shared by the fused attention kernels (attention_forward.comp, attention_backward_*.comp):
+// tile sizes as specialization constants, the push-constant block, strided indexing and the
+// masks. The including shader enables GL_EXT_shader_16bit_storage itself when VKF_F16 is set.
+#ifndef VKF_ATTENTION_COMMON_GLSL
+#define VKF_ATTENTION_COMMON_GLSL
+
+#include "philox.glsl"
+#include "step.glsl"
+
+// Storage type of Q, K, V, O and their gradients; LSE, delta and all arithmetic stay fp32.
+#ifdef VKF_F16
+#define ATT_T float16_t
+#else
+#define ATT_T float
+#endif
+
+// Inner reductions stay loops: fully unrolled (the default once tile sizes are specialised) they
+// take llvmpipe minutes to compile. The accumulator loops over t are still unrolled so that the
+// per-thread accumulators live in registers.
+#define ATT_LOOP [[dont_unroll]]
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;  // threads per workgroup (same id as local_size_x)
+layout(constant_id = 1) const uint BR = 32;  // query rows per tile
+layout(constant_id = 2) const uint BC = 32;  // key rows per tile
+layout(constant_id = 3) const uint DK = 64;  // head dim of Q and K
+layout(constant_id = 4) const uint DV = 64;  // head dim of V and O
+// K tiles are padded by one float so that threads reading different keys hit different banks.
+const uint KSTR = DK + 1;
+
+const uint F_CAUSAL = 1u;   // key j > query i is masked
+const uint F_KEY_LEN = 2u;  // key_len[b] masks keys >= key_len[b]
+const uint F_Q_LEN = 4u;    // q_len[b]: rows >= q_len[b] are zero in O and all gradients
+const uint F_DROPOUT = 8u;  // dropout on the attention weights
+
+// Strides are in elements; every tensor is indexed as b*batch + h*head + i*row + d.
+// The gradients dQ, dK, dV, dO share the strides of Q, K, V, O.
+layout(push_constant) uniform Push {
+  uint batch, heads, len_q, len_k;
+  uint q_bs, q_hs, q_rs;
+  uint k_bs, k_hs, k_rs;
+  uint v_bs, v_hs, v_rs;
+  uint o_bs, o_hs, o_rs;
+  float scale;      // multiplies Q K^T
+  float dropout_p;  // probability of dropping an attention weight
+  uint tensor_id;   // Philox tensor id of this attention's dropout mask
+  uint flags;       // F_* bits
+} pc;
+
+uint q_at(uint b, uint h, uint i) { return b * pc.q_bs + h * pc.q_hs + i * pc.q_rs; }
+uint k_at(uint b, uint h, uint j) { return b * pc.k_bs + h * pc.k_hs + j * pc.k_rs; }
+uint v_at(uint b, uint h, uint j) { return b * pc.v_bs + h * pc.v_hs + j * pc.v_rs; }
+uint o_at(uint b, uint h, uint i) { return b * pc.o_bs + h * pc.o_hs + i * pc.o_rs; }
+// LSE and delta: [batch, heads, len_q] contiguous.
+uint row_at(uint b, uint h, uint i) { return (b * pc.heads + h) * pc.len_q + i; }
+// Dropout element of weight (b, h, i, j); wraps modulo 2^32 like the host twin.
+uint drop_element(uint b, uint h, uint i, uint j) { return row_at(b, h, i) * pc.len_k + j; }
+
+#ifdef ATT_BINDING_LENGTHS
+layout(std430, binding = ATT_BINDING_LENGTHS) readonly buffer KeyLen { int key_len[]; };
+layout(std430, binding = ATT_BINDING_LENGTHS + 1) readonly buffer QueryLen { int q_len[]; };
+layout(std430, binding = ATT_BINDING_LENGTHS + 2) readonly buffer Steps { StepScalars steps[]; };
+
+// Valid keys of batch b (before the causal mask).
+uint key_limit(uint b) {
+  if ((pc.flags & F_KEY_LEN) == 0u) return pc.len_k;
+  return uint(clamp(key_len[b], 0, int(pc.len_k)));
+}
+// Valid query rows of batch b.
+uint query_limit(uint b) {
+  if ((pc.flags & F_Q_LEN) == 0u) return pc.len_q;
+  return uint(clamp(q_len[b], 0, int(pc.len_q)));
+}
+// Keys [0, row_limit) are visible to row i.
+uint row_limit(uint i, uint klim, uint qlim) {
+  if (i >= qlim) return 0u;
+  return (pc.flags & F_CAUSAL) != 0u ? min(klim, i + 1u) : klim;
+}
+// Inverted-dropout factor of weight (b, h, i, j); 1 when dropout is off.
+float drop_factor(uint b, uint h, uint i, uint j) {
+  if ((pc.flags & F_DROPOUT) == 0u) return 1.0;
+  return dropout_scale(pc.dropout_p, steps[0].seed, steps[0].step, pc.tensor_id,
+                       drop_element(b, h, i, j));
+}
+#endif
+
+#endif

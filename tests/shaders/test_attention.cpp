@@ -1,0 +1,433 @@
+// Fused attention (engine/ops/attention.h) against the double reference
+// (tests/reference/attention.h): forward and backward on random shapes (cross attention, lengths
+// that are no tile multiple, per-batch padding, causal, dropout), every tile configuration,
+// strided layouts, f16 storage, fully masked rows, and finite-difference gradient checks.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "engine/ops/attention.h"
+#include "engine/ops/basic.h"
+#include "engine/step_scalars.h"
+#include "tests/reference/attention.h"
+#include "tests/support/vk_test.h"
+
+using namespace vkf;
+
+namespace {
+
+struct Case {
+  ref::AttentionShape s;
+  const char* what;
+};
+
+// Shapes the tests sweep: batch > 1, heads 1..8, len_q != len_k, lengths 1, 7, 33, 70, padding
+// varying per batch (1 and 0 included), causal and dropout on and off, d 16..128 and odd dims.
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  auto add = [&](int b, int h, int lq, int lk, int dk, int dv, bool causal, float p,
+                 std::vector<int> key_len, std::vector<int> q_len, const char* what) {
+    ref::AttentionShape s;
+    s.batch = b, s.heads = h, s.len_q = lq, s.len_k = lk, s.d_k = dk, s.d_v = dv;
+    s.causal = causal, s.dropout_p = p, s.key_len = key_len, s.q_len = q_len;
+    s.seed = 1234, s.step = 7, s.tensor_id = 42;
+    c.push_back({s, what});
+  };
+  add(2, 3, 7, 33, 16, 16, false, 0.0f, {33, 5}, {}, "cross 7x33 d16 padded");
+  add(3, 2, 33, 70, 32, 32, false, 0.2f, {70, 1, 40}, {33, 20, 1}, "cross 33x70 d32 dropout");
+  add(2, 4, 70, 70, 64, 64, true, 0.0f, {70, 45}, {}, "self 70 d64 causal padded");
+  add(2, 1, 1, 1, 128, 128, false, 0.0f, {}, {}, "one token d128");
+  add(2, 8, 33, 33, 128, 128, true, 0.1f, {33, 17}, {33, 17}, "self 33 d128 causal dropout");
+  add(1, 2, 70, 7, 40, 24, false, 0.0f, {}, {}, "cross 70x7 d_k 40 d_v 24");
+  add(2, 2, 64, 64, 64, 64, true, 0.1f, {64, 64}, {}, "self 64 d64 causal dropout");
+  add(2, 2, 7, 9, 16, 16, true, 0.2f, {0, 9}, {7, 0}, "fully masked batches");
+  return c;
+}
+
+size_t count_q(const ref::AttentionShape& s) { return size_t(s.batch) * s.heads * s.len_q * s.d_k; }
+size_t count_k(const ref::AttentionShape& s) { return size_t(s.batch) * s.heads * s.len_k * s.d_k; }
+size_t count_v(const ref::AttentionShape& s) { return size_t(s.batch) * s.heads * s.len_k * s.d_v; }
+size_t count_o(const ref::AttentionShape& s) { return size_t(s.batch) * s.heads * s.len_q * s.d_v; }
+size_t count_rows(const ref::AttentionShape& s) { return size_t(s.batch) * s.heads * s.len_q; }
+
+std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// IEEE half conversions for the f16-storage variant (round to nearest even; inputs are normal).
+uint16_t to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t exp = int32_t((x >> 23) & 0xFF) - 127 + 15;
+  uint32_t mant = x & 0x7FFFFFu;
+  if (exp <= 0) return uint16_t(sign);  // flush tiny values; the tests use none
+  if (exp >= 31) return uint16_t(sign | 0x7C00u);
+  uint32_t h = sign | (uint32_t(exp) << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return uint16_t(h);
+}
+float from_half(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1F, mant = h & 0x3FFu;
+  uint32_t x;
+  if (exp == 0) {
+    float f = std::ldexp(float(mant), -24);
+    return sign ? -f : f;
+  }
+  x = exp == 31 ? sign | 0x7F800000u | (mant << 13) : sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+std::vector<float> round_half(std::vector<float> v) {
+  for (float& x : v) x = from_half(to_half(x));
+  return v;
+}
+
+// Device buffers of one attention problem, contiguous [batch, heads, len, d].
+struct Gpu {
+  Device& dev;
+  ref::AttentionShape s;
+  DType dtype;
+  Buffer q, k, v, o, lse, d_o, d_q, d_k, d_v, delta, key_len, q_len, scalars;
+
+  Gpu(Device& d, const ref::AttentionShape& shape, DType t) : dev(d), s(shape), dtype(t) {
+    uint32_t e = dtype_bytes(t);
+    q = dev.allocate(count_q(s) * e, "q"), k = dev.allocate(count_k(s) * e, "k");
+    v = dev.allocate(count_v(s) * e, "v"), o = dev.allocate(count_o(s) * e, "o");
+    d_o = dev.allocate(count_o(s) * e, "d_o"), d_q = dev.allocate(count_q(s) * e, "d_q");
+    d_k = dev.allocate(count_k(s) * e, "d_k"), d_v = dev.allocate(count_v(s) * e, "d_v");
+    lse = dev.allocate(count_rows(s) * 4, "lse"), delta = dev.allocate(count_rows(s) * 4, "delta");
+    key_len = dev.allocate(s.batch * 4, "key_len"), q_len = dev.allocate(s.batch * 4, "q_len");
+    scalars = dev.allocate(sizeof(StepScalars), "scalars", MemoryKind::host);
+    StepScalars st;
+    st.seed = s.seed, st.step = s.step;
+    std::memcpy(scalars.mapped(), &st, sizeof st);
+    if (!s.key_len.empty()) dev.upload(key_len, s.key_len);
+    if (!s.q_len.empty()) dev.upload(q_len, s.q_len);
+  }
+  void put(const Buffer& b, const std::vector<float>& x) {
+    if (dtype == DType::f32) return dev.upload(b, x);
+    std::vector<uint16_t> h(x.size());
+    for (size_t i = 0; i < x.size(); ++i) h[i] = to_half(x[i]);
+    dev.upload(b, h);
+  }
+  std::vector<float> get(const Buffer& b, size_t n) {
+    if (dtype == DType::f32) return dev.download<float>(b, n);
+    auto h = dev.download<uint16_t>(b, n);
+    std::vector<float> x(n);
+    for (size_t i = 0; i < n; ++i) x[i] = from_half(h[i]);
+    return x;
+  }
+  void poison(Recorder& rec, const Buffer& b) {
+    // A poison word for either storage type: two f16 NaN-free huge halves or the f32 poison.
+    uint32_t word;
+    float p = test::k_poison;
+    std::memcpy(&word, &p, 4);
+    if (dtype == DType::f16) word = 0xFBFFFBFFu;  // -65504 twice
+    rec.fill(b, word);
+  }
+  ops::AttentionArgs args(const ops::AttentionTiles& tiles) const {
+    ops::AttentionArgs a;
+    a.batch = s.batch, a.heads = s.heads, a.len_q = s.len_q, a.len_k = s.len_k;
+    a.d_k = s.d_k, a.d_v = s.d_v, a.dtype = dtype;
+    a.q = q, a.k = k, a.v = v, a.o = o, a.lse = lse;
+    if (!s.key_len.empty()) a.key_len = key_len;
+    if (!s.q_len.empty()) a.q_len = q_len;
+    a.causal = s.causal, a.dropout_p = s.dropout_p, a.dropout_tensor = s.tensor_id;
+    a.scalars = scalars;
+    a.tiles = tiles;
+    return a;
+  }
+  ops::AttentionBackwardArgs backward_args(const ops::AttentionTiles& tiles) const {
+    ops::AttentionBackwardArgs g;
+    g.fwd = args(tiles);
+    g.d_o = d_o, g.d_q = d_q, g.d_k = d_k, g.d_v = d_v, g.delta = delta;
+    g.tiles_kv = tiles, g.tiles_q = tiles;
+    return g;
+  }
+};
+
+struct Inputs {
+  std::vector<float> q, k, v, d_o;
+};
+Inputs random_inputs(const ref::AttentionShape& s, uint32_t seed, bool half) {
+  Inputs in{test::random_floats(count_q(s), seed, -2.0f, 2.0f),
+            test::random_floats(count_k(s), seed + 1, -2.0f, 2.0f),
+            test::random_floats(count_v(s), seed + 2), test::random_floats(count_o(s), seed + 3)};
+  if (half) in = {round_half(in.q), round_half(in.k), round_half(in.v), round_half(in.d_o)};
+  return in;
+}
+
+struct Tolerance {
+  double atol, rtol;
+};
+
+// Runs forward then backward with `tiles` and checks every output against the reference.
+void check_case(const Case& c, const ops::AttentionTiles& tiles, DType dtype, Tolerance fwd_tol,
+                Tolerance bwd_tol) {
+  Device& dev = test::device();
+  const auto& s = c.s;
+  INFO(c.what << " tiles wg " << tiles.workgroup << " " << tiles.block_q << "x" << tiles.block_k
+              << " " << dtype_name(dtype));
+  Inputs in = random_inputs(s, uint32_t(s.len_q * 131 + s.len_k), dtype == DType::f16);
+  Gpu g(dev, s, dtype);
+  g.put(g.q, in.q), g.put(g.k, in.k), g.put(g.v, in.v), g.put(g.d_o, in.d_o);
+  Recorder rec(dev);
+  for (const Buffer* b : {&g.o, &g.d_q, &g.d_k, &g.d_v}) g.poison(rec, *b);
+  rec.fill(g.lse, 0xFFC00000u), rec.fill(g.delta, 0xFFC00000u);  // NaN
+  ops::attention_forward(dev, rec, g.args(tiles));
+  ops::attention_backward(dev, rec, g.backward_args(tiles));
+  auto t0 = std::chrono::steady_clock::now();
+  rec.finish().run();
+  std::fprintf(stderr, "DBG %s wg %u %ux%u %s: %.3f s\n", c.what, tiles.workgroup, tiles.block_q,
+               tiles.block_k, dtype_name(dtype),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+
+  auto want = ref::attention_forward(s, to_double(in.q), to_double(in.k), to_double(in.v));
+  // The reference gradients start from the O the device produced only through dO, which both see.
+  auto grads = ref::attention_backward(s, to_double(in.q), to_double(in.k), to_double(in.v),
+                                       to_double(in.d_o));
+  CHECK(test::tolerance_ratio(g.get(g.o, count_o(s)), want.o, fwd_tol.atol, fwd_tol.rtol) <= 1.0);
+  CHECK(test::tolerance_ratio(dev.download<float>(g.lse, count_rows(s)), want.lse, 1e-5, 1e-5) <=
+        1.0);
+  CHECK(test::tolerance_ratio(g.get(g.d_q, count_q(s)), grads.d_q, bwd_tol.atol, bwd_tol.rtol) <=
+        1.0);
+  CHECK(test::tolerance_ratio(g.get(g.d_k, count_k(s)), grads.d_k, bwd_tol.atol, bwd_tol.rtol) <=
+        1.0);
+  CHECK(test::tolerance_ratio(g.get(g.d_v, count_v(s)), grads.d_v, bwd_tol.atol, bwd_tol.rtol) <=
+        1.0);
+}
+
+// Tile configurations forced in the tests: the defaults and the shapes other devices take,
+// including a workgroup smaller than a tile's rows.
+std::vector<ops::AttentionTiles> forced_tiles() {
+  return {{0, 0, 0}, {64, 16, 16}, {32, 8, 32}, {8, 16, 16}, {128, 32, 32}, {256, 64, 64},
+          {64, 32, 16}};
+}
+
+bool fits(Device& dev, const ops::AttentionTiles& t, const ref::AttentionShape& s) {
+  if (t.workgroup == 0) return true;
+  for (auto k : {ops::AttentionKernel::forward, ops::AttentionKernel::backward_kv,
+                 ops::AttentionKernel::backward_q})
+    if (ops::attention_shared_bytes(k, t, s.d_k, s.d_v) > dev.info().shared_memory_bytes)
+      return false;
+  return true;
+}
+
+}  // namespace
+
+// fp32: inputs up to 2 in magnitude, d up to 128, sums over up to 70 keys.
+constexpr Tolerance k_fwd_f32{2e-5, 1e-4}, k_bwd_f32{1e-4, 1e-3};
+// f16 storage: inputs are exact halves, outputs round to 11 bits.
+constexpr Tolerance k_fwd_f16{2e-3, 2e-3}, k_bwd_f16{4e-3, 4e-3};
+
+VKF_TEST_CASE("attention forward and backward match the reference, every tile config",
+              "[shaders][attention]") {
+  Device& dev = test::device();
+  for (const Case& c : cases())
+    for (const auto& t : forced_tiles())
+      if (fits(dev, t, c.s)) check_case(c, t, DType::f32, k_fwd_f32, k_bwd_f32);
+}
+
+VKF_TEST_CASE("attention with f16 storage matches the reference", "[shaders][attention][f16]") {
+  Device& dev = test::device();
+  if (!dev.info().storage16) {
+    WARN("no 16-bit storage on " << dev.info().name);
+    return;
+  }
+  for (const Case& c : cases())
+    for (const auto& t : {ops::AttentionTiles{}, ops::AttentionTiles{64, 16, 16}})
+      if (fits(dev, t, c.s)) check_case(c, t, DType::f16, k_fwd_f16, k_bwd_f16);
+}
+
+VKF_TEST_CASE("attention reads and writes strided [batch, len, heads * d] layouts",
+              "[shaders][attention]") {
+  // Self-attention fed straight from a fused QKV projection [batch, len, 3, heads, d], output
+  // [batch, len, heads, d]; the gradients land in the same fused layout.
+  Device& dev = test::device();
+  const int batch = 2, heads = 2, len = 33, d = 32, hd = heads * d;
+  ref::AttentionShape s;
+  s.batch = batch, s.heads = heads, s.len_q = len, s.len_k = len, s.d_k = d, s.d_v = d;
+  s.causal = true, s.key_len = {33, 20}, s.dropout_p = 0.1f, s.seed = 5, s.step = 3;
+  auto qkv = test::random_floats(size_t(batch) * len * 3 * hd, 17, -2.0f, 2.0f);
+  auto d_o = test::random_floats(size_t(batch) * len * hd, 18);
+  // Gathers part `part` (0 q, 1 k, 2 v) of the fused tensor as contiguous [b, h, len, d].
+  auto gather = [&](const std::vector<float>& x, int part, int parts) {
+    std::vector<double> out(size_t(batch) * heads * len * d);
+    for (int b = 0; b < batch; ++b)
+      for (int h = 0; h < heads; ++h)
+        for (int i = 0; i < len; ++i)
+          for (int e = 0; e < d; ++e)
+            out[((size_t(b) * heads + h) * len + i) * d + e] =
+                x[((size_t(b) * len + i) * parts + part) * hd + h * d + e];
+    return out;
+  };
+  Buffer b_qkv = dev.allocate(qkv.size() * 4, "qkv"), b_dqkv = dev.allocate(qkv.size() * 4, "dqkv");
+  Buffer b_o = dev.allocate(d_o.size() * 4, "o"), b_do = dev.allocate(d_o.size() * 4, "d_o");
+  Buffer lse = dev.allocate(size_t(batch) * heads * len * 4, "lse");
+  Buffer delta = dev.allocate(size_t(batch) * heads * len * 4, "delta");
+  Buffer key_len = dev.allocate(batch * 4, "key_len");
+  Buffer scalars = dev.allocate(sizeof(StepScalars), "scalars", MemoryKind::host);
+  StepScalars st;
+  st.seed = s.seed, st.step = s.step;
+  std::memcpy(scalars.mapped(), &st, sizeof st);
+  dev.upload(b_qkv, qkv), dev.upload(b_do, d_o), dev.upload(key_len, s.key_len);
+  const uint64_t part_bytes = uint64_t{hd} * 4;
+  REQUIRE(part_bytes % dev.info().min_storage_offset_alignment == 0);
+  auto part = [&](const Buffer& b, int p) {
+    return b.ref().slice(p * part_bytes, b.size() - p * part_bytes);
+  };
+  ops::AttentionArgs a;
+  a.batch = batch, a.heads = heads, a.len_q = len, a.len_k = len, a.d_k = d, a.d_v = d;
+  a.q = part(b_qkv, 0), a.k = part(b_qkv, 1), a.v = part(b_qkv, 2), a.o = b_o, a.lse = lse;
+  ops::AttentionLayout fused{uint32_t(len * 3 * hd), uint32_t(d), uint32_t(3 * hd)};
+  a.q_layout = a.k_layout = a.v_layout = fused;
+  a.o_layout = {uint32_t(len * hd), uint32_t(d), uint32_t(hd)};
+  a.key_len = key_len, a.causal = true, a.dropout_p = s.dropout_p, a.scalars = scalars;
+  Recorder rec(dev);
+  uint32_t poison;
+  std::memcpy(&poison, &test::k_poison, 4);
+  rec.fill(b_o, poison), rec.fill(b_dqkv, poison);
+  ops::attention_forward(dev, rec, a);
+  ops::attention_backward(dev, rec,
+                          {a, b_do, part(b_dqkv, 0), part(b_dqkv, 1), part(b_dqkv, 2), delta});
+  rec.finish().run();
+
+  auto q = gather(qkv, 0, 3), k = gather(qkv, 1, 3), v = gather(qkv, 2, 3);
+  auto want = ref::attention_forward(s, q, k, v);
+  auto grads = ref::attention_backward(s, q, k, v, gather(d_o, 0, 1));
+  auto o = dev.download<float>(b_o, d_o.size());
+  auto dqkv = dev.download<float>(b_dqkv, qkv.size());
+  auto as_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+  CHECK(test::tolerance_ratio(as_float(gather(o, 0, 1)), want.o, 2e-5, 1e-4) <= 1.0);
+  CHECK(test::tolerance_ratio(as_float(gather(dqkv, 0, 3)), grads.d_q, 1e-4, 1e-3) <= 1.0);
+  CHECK(test::tolerance_ratio(as_float(gather(dqkv, 1, 3)), grads.d_k, 1e-4, 1e-3) <= 1.0);
+  CHECK(test::tolerance_ratio(as_float(gather(dqkv, 2, 3)), grads.d_v, 1e-4, 1e-3) <= 1.0);
+}
+
+VKF_TEST_CASE("a recorded attention replays with a new dropout seed", "[shaders][attention]") {
+  Device& dev = test::device();
+  ref::AttentionShape s;
+  s.batch = 2, s.heads = 2, s.len_q = 9, s.len_k = 11, s.d_k = 16, s.d_v = 16;
+  s.dropout_p = 0.3f, s.step = 1, s.tensor_id = 3;
+  Inputs in = random_inputs(s, 99, false);
+  Gpu g(dev, s, DType::f32);
+  g.put(g.q, in.q), g.put(g.k, in.k), g.put(g.v, in.v);
+  Recorder rec(dev);
+  ops::attention_forward(dev, rec, g.args({}));
+  Sequence seq = rec.finish();
+  std::vector<float> first;
+  for (uint32_t seed : {11u, 12u}) {
+    StepScalars st;
+    st.seed = s.seed = seed, st.step = s.step;
+    std::memcpy(g.scalars.mapped(), &st, sizeof st);
+    seq.run();
+    auto o = dev.download<float>(g.o, count_o(s));
+    auto want = ref::attention_forward(s, to_double(in.q), to_double(in.k), to_double(in.v));
+    CHECK(test::tolerance_ratio(o, want.o, 2e-5, 1e-4) <= 1.0);
+    if (first.empty())
+      first = o;
+    else
+      CHECK(o != first);
+  }
+}
+
+namespace {
+
+// Central differences of L = sum(O * G) through the double reference forward.
+std::vector<double> numeric_grad(const ref::AttentionShape& s, std::vector<double> q,
+                                 std::vector<double> k, std::vector<double> v,
+                                 const std::vector<double>& g, int which, double eps) {
+  auto loss = [&] {
+    auto f = ref::attention_forward(s, q, k, v);
+    double l = 0.0;
+    for (size_t i = 0; i < f.o.size(); ++i) l += f.o[i] * g[i];
+    return l;
+  };
+  std::vector<double>& x = which == 0 ? q : which == 1 ? k : v;
+  std::vector<double> grad(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    double keep = x[i];
+    x[i] = keep + eps;
+    double up = loss();
+    x[i] = keep - eps;
+    double down = loss();
+    x[i] = keep;
+    grad[i] = (up - down) / (2 * eps);
+  }
+  return grad;
+}
+
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double m = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+ref::AttentionShape tiny_shape() {
+  ref::AttentionShape s;
+  s.batch = 2, s.heads = 2, s.len_q = 5, s.len_k = 6, s.d_k = 16, s.d_v = 8;
+  s.causal = true, s.key_len = {6, 3}, s.q_len = {5, 4}, s.dropout_p = 0.25f;
+  s.seed = 77, s.step = 2, s.tensor_id = 9;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("attention reference backward matches finite differences", "[attention][reference]") {
+  for (bool causal : {false, true}) {
+    ref::AttentionShape s = tiny_shape();
+    s.causal = causal;
+    Inputs in = random_inputs(s, 5, false);
+    auto q = to_double(in.q), k = to_double(in.k), v = to_double(in.v), g = to_double(in.d_o);
+    auto grads = ref::attention_backward(s, q, k, v, g);
+    CHECK(max_abs_diff(grads.d_q, numeric_grad(s, q, k, v, g, 0, 1e-6)) < 1e-8);
+    CHECK(max_abs_diff(grads.d_k, numeric_grad(s, q, k, v, g, 1, 1e-6)) < 1e-8);
+    CHECK(max_abs_diff(grads.d_v, numeric_grad(s, q, k, v, g, 2, 1e-6)) < 1e-8);
+  }
+}
+
+VKF_TEST_CASE("attention GPU backward matches finite differences of the double forward",
+              "[shaders][attention]") {
+  Device& dev = test::device();
+  ref::AttentionShape s = tiny_shape();
+  Inputs in = random_inputs(s, 6, false);
+  Gpu g(dev, s, DType::f32);
+  g.put(g.q, in.q), g.put(g.k, in.k), g.put(g.v, in.v), g.put(g.d_o, in.d_o);
+  Recorder rec(dev);
+  for (const Buffer* b : {&g.o, &g.d_q, &g.d_k, &g.d_v}) g.poison(rec, *b);
+  ops::attention_forward(dev, rec, g.args({}));
+  ops::attention_backward(dev, rec, g.backward_args({}));
+  rec.finish().run();
+  auto q = to_double(in.q), k = to_double(in.k), v = to_double(in.v), G = to_double(in.d_o);
+  // fp32 gradients of O(1) against double central differences (truncation ~1e-10).
+  CHECK(test::tolerance_ratio(g.get(g.d_q, count_q(s)), numeric_grad(s, q, k, v, G, 0, 1e-5),
+                              2e-5, 1e-4) <= 1.0);
+  CHECK(test::tolerance_ratio(g.get(g.d_k, count_k(s)), numeric_grad(s, q, k, v, G, 1, 1e-5),
+                              2e-5, 1e-4) <= 1.0);
+  CHECK(test::tolerance_ratio(g.get(g.d_v, count_v(s)), numeric_grad(s, q, k, v, G, 2, 1e-5),
+                              2e-5, 1e-4) <= 1.0);
+}
+
+VKF_TEST_CASE("attention arguments are checked", "[shaders][attention]") {
+  Device& dev = test::device();
+  ref::AttentionShape s;
+  s.batch = 2, s.heads = 2, s.len_q = 4, s.len_k = 4, s.d_k = 16, s.d_v = 16;
+  Gpu g(dev, s, DType::f32);
+  Recorder rec(dev);
+  auto a = g.args({});
+  a.d_k = 129;
+  REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("head dims"));
+  a = g.args({});
+  a.len_q = 5;
+  REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("q needs"));
+  a = g.args({512, 128, 128});
+  REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("shared memory"));
+  a = g.args({});
+  a.dropout_p = 0.5f, a.scalars = {};
+  REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("StepScalars"));
+}
