@@ -1,0 +1,563 @@
+#include "model/train_graph.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "engine/error.h"
+#include "engine/ops/activation.h"
+#include "engine/ops/attention.h"
+#include "engine/ops/basic.h"
+#include "engine/ops/elementwise.h"
+#include "engine/ops/embedding.h"
+#include "engine/ops/layer_norm.h"
+#include "engine/ops/loss.h"
+#include "engine/ops/matmul.h"
+
+namespace vkf::model {
+
+// Activations by name, allocated on first use. Forward writes them, backward reads them.
+struct TrainGraph::Buffers {
+  Device& dev;
+  std::map<std::string, Buffer> named;
+  explicit Buffers(Device& d) : dev(d) {}
+  BufferRef get(const std::string& name, uint64_t elements) {
+    auto it = named.find(name);
+    if (it == named.end())
+      it = named.emplace(name, dev.allocate(std::max<uint64_t>(elements, 1) * 4, name)).first;
+    return it->second.ref().slice(0, elements * 4);
+  }
+  BufferRef host(const std::string& name, uint64_t elements) {
+    auto it = named.find(name);
+    if (it == named.end())
+      it = named.emplace(name, dev.allocate(std::max<uint64_t>(elements, 1) * 4, name,
+                                            MemoryKind::host))
+               .first;
+    return it->second.ref().slice(0, elements * 4);
+  }
+};
+
+namespace {
+
+// Philox tensor ids: one stream per dropout site, so no two masks coincide.
+uint32_t dropout_id(bool decoder, int layer, uint32_t site) {
+  return (decoder ? 0x10000u : 0u) + uint32_t(layer) * 16u + site;
+}
+
+struct Dims {
+  uint32_t B, Ls, Lt, d, H, dk, dv, dff, V;
+  uint32_t Ns() const { return B * Ls; }
+  uint32_t Nt() const { return B * Lt; }
+};
+
+}  // namespace
+
+TrainGraph::TrainGraph(Device& dev, DeviceParams& params, const BucketShape& shape,
+                       const BufferRef& step_scalars, const GraphOptions& options)
+    : dev_(dev),
+      params_(params),
+      config_(params.config()),
+      shape_(shape),
+      scalars_(step_scalars),
+      options_(options),
+      buf_(std::make_unique<Buffers>(dev)) {
+  if (shape.batch == 0 || shape.src_len == 0 || shape.tgt_len == 0)
+    throw Error("TrainGraph: empty bucket shape");
+  if (int(shape.src_len) > config_.max_len || int(shape.tgt_len) > config_.max_len)
+    throw Error("TrainGraph: bucket length " + std::to_string(std::max(shape.src_len, shape.tgt_len)) +
+                " exceeds the model's max_len " + std::to_string(config_.max_len));
+  Recorder rec(dev, {.profile = options.profile});
+  record(rec);
+  seq_ = std::make_unique<Sequence>(rec.finish());
+}
+
+TrainGraph::~TrainGraph() = default;
+
+void TrainGraph::set_batch(const BatchTokens& b) {
+  const uint64_t ns = uint64_t{shape_.batch} * shape_.src_len,
+                 nt = uint64_t{shape_.batch} * shape_.tgt_len;
+  if (b.src.size() != ns || b.tgt_in.size() != nt || b.tgt_out.size() != nt ||
+      b.src_len.size() != shape_.batch || b.tgt_len.size() != shape_.batch)
+    throw Error("TrainGraph::set_batch: batch does not match the bucket [" +
+                std::to_string(shape_.batch) + " x " + std::to_string(shape_.src_len) + "/" +
+                std::to_string(shape_.tgt_len) + "]");
+  auto put = [&](const char* name, const std::vector<int32_t>& v) {
+    std::memcpy(buf_->host(name, v.size()).mapped, v.data(), v.size() * 4);
+  };
+  put("in.src", b.src);
+  put("in.tgt_in", b.tgt_in);
+  put("in.tgt_out", b.tgt_out);
+  put("in.src_len", b.src_len);
+  put("in.tgt_len", b.tgt_len);
+}
+
+StepResult TrainGraph::run() {
+  seq_->run();
+  StepResult r;
+  const uint32_t B = shape_.batch, Lt = shape_.tgt_len;
+  std::vector<float> loss(uint64_t{B} * Lt), logp(uint64_t{B} * Lt);
+  std::memcpy(loss.data(), buf_->host("out.loss", loss.size()).mapped, loss.size() * 4);
+  std::memcpy(logp.data(), buf_->host("out.logp", logp.size()).mapped, logp.size() * 4);
+  const auto* tgt = reinterpret_cast<const int32_t*>(buf_->host("in.tgt_out", loss.size()).mapped);
+  r.row_logprob.assign(B, 0.0);
+  for (uint64_t i = 0; i < loss.size(); ++i) {
+    if (tgt[i] == config_.pad_id) continue;
+    r.loss_sum += loss[i];
+    r.nll_sum -= logp[i];
+    r.row_logprob[i / Lt] += logp[i];
+    r.tokens++;
+  }
+  return r;
+}
+
+void TrainGraph::record(Recorder& rec) {
+  record_forward(rec);
+  if (options_.backward) record_backward(rec);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward
+
+namespace {
+
+struct Linear {
+  BufferRef weight, bias;  // weight [out, in] (PyTorch layout), bias [out]
+  uint32_t in = 0, out = 0;
+};
+
+Linear linear_of(const DeviceParams& p, const std::string& prefix, uint32_t in, uint32_t out) {
+  return {p.param(prefix + ".weight"), p.param(prefix + ".bias"), in, out};
+}
+
+// y[rows, out] = x[rows, in] W^T + b (then ReLU), fused in the matmul epilogue.
+void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
+                    const BufferRef& y, uint32_t rows, bool relu = false) {
+  ops::MatmulArgs a;
+  a.a = x;
+  a.b = l.weight;
+  a.c = y;
+  a.bias = l.bias;
+  a.m = rows;
+  a.n = l.out;
+  a.k = l.in;
+  a.trans_b = true;
+  a.epilogue = relu ? ops::Epilogue::bias_relu : ops::Epilogue::bias;
+  ops::matmul(dev, rec, a);
+}
+
+// Given dy [rows, out]: dx (= or +=) dy W; dW += dy^T x; db += ones^T dy.
+void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
+                     const BufferRef& dy, const BufferRef& dx, bool accumulate_dx,
+                     const BufferRef& dweight, const BufferRef& dbias, const BufferRef& ones,
+                     uint32_t rows) {
+  ops::MatmulArgs gx;  // dx[rows, in] = dy[rows, out] W[out, in]
+  gx.a = dy;
+  gx.b = l.weight;
+  gx.c = dx;
+  gx.m = rows;
+  gx.n = l.in;
+  gx.k = l.out;
+  gx.beta = accumulate_dx ? 1.0f : 0.0f;
+  ops::matmul(dev, rec, gx);
+
+  ops::MatmulArgs gw;  // dW[out, in] += dy^T[out, rows] x[rows, in]
+  gw.a = dy;
+  gw.trans_a = true;
+  gw.b = x;
+  gw.c = dweight;
+  gw.m = l.out;
+  gw.n = l.in;
+  gw.k = rows;
+  gw.beta = 1.0f;
+  ops::matmul(dev, rec, gw);
+
+  ops::MatmulArgs gb;  // db[1, out] += ones[1, rows] dy[rows, out]
+  gb.a = ones;
+  gb.b = dy;
+  gb.c = dbias;
+  gb.m = 1;
+  gb.n = l.out;
+  gb.k = rows;
+  gb.beta = 1.0f;
+  ops::matmul(dev, rec, gb);
+}
+
+// A [batch, len, heads * dh] projection output seen as [batch, heads, len, dh].
+ops::AttentionLayout heads_layout(uint32_t len, uint32_t heads, uint32_t dh) {
+  return {len * heads * dh, dh, heads * dh};
+}
+
+}  // namespace
+
+void TrainGraph::record_forward(Recorder& rec) {
+  const ModelConfig& c = config_;
+  const Dims D{shape_.batch,           shape_.src_len,          shape_.tgt_len,
+               uint32_t(c.d_model),    uint32_t(c.heads),       uint32_t(c.head_dim_k()),
+               uint32_t(c.head_dim_v()), uint32_t(c.d_ff),      uint32_t(c.vocab_size)};
+  Buffers& b = *buf_;
+  const float drop = options_.dropout ? c.dropout : 0.0f;
+  const float attn_drop = options_.dropout ? c.attention_dropout : 0.0f;
+  const BufferRef src = b.host("in.src", D.Ns()), tgt_in = b.host("in.tgt_in", D.Nt()),
+                  tgt_out = b.host("in.tgt_out", D.Nt()), src_len = b.host("in.src_len", D.B),
+                  tgt_len = b.host("in.tgt_len", D.B);
+
+  auto embed = [&](const BufferRef& tokens, uint32_t len, const BufferRef& out, uint32_t id) {
+    ops::EmbeddingForwardArgs e;
+    e.tokens = tokens;
+    e.table = params_.param("embed.weight");
+    if (c.learned_positions) e.pos_table = params_.param("pos_embed.weight");
+    e.out = out;
+    e.step = scalars_;
+    e.tokens_count = D.B * len;
+    e.d = D.d;
+    e.vocab = D.V;
+    e.len = len;
+    e.max_len = uint32_t(c.max_len);
+    e.pad_id = c.pad_id;
+    e.scale = std::sqrt(float(D.d));
+    e.dropout = drop;
+    e.tensor_id = id;
+    ops::embedding_forward(dev_, rec, e);
+  };
+
+  // x_out = LayerNorm(x + dropout(s)); saves h, mean, rstd under `name`.
+  auto add_norm = [&](const std::string& name, const std::string& norm, const BufferRef& x,
+                      const BufferRef& s, const BufferRef& x_out, uint32_t rows, uint32_t id) {
+    ops::LayerNormForwardArgs a;
+    a.x = x;
+    a.s = s;
+    a.gamma = params_.param(norm + ".weight");
+    a.beta = params_.param(norm + ".bias");
+    a.y = x_out;
+    a.h = b.get(name + ".h", uint64_t{rows} * D.d);
+    a.mean = b.get(name + ".mean", rows);
+    a.rstd = b.get(name + ".rstd", rows);
+    a.step = scalars_;
+    a.rows = rows;
+    a.d = D.d;
+    a.eps = c.layer_norm_eps;
+    a.dropout = drop;
+    a.tensor_id = id;
+    ops::layer_norm_forward(dev_, rec, a);
+  };
+
+  // Multi-head attention of xq [B*Lq, d] over xkv [B*Lk, d]; result (after o_proj) in s_out.
+  auto mha = [&](const std::string& name, const std::string& prefix, const BufferRef& xq,
+                 const BufferRef& xkv, uint32_t Lq, uint32_t Lk, const BufferRef& key_len,
+                 bool causal, const BufferRef& s_out, uint32_t id) {
+    const uint32_t nq = D.B * Lq, nk = D.B * Lk;
+    BufferRef q = b.get(name + ".q", uint64_t{nq} * D.H * D.dk);
+    BufferRef k = b.get(name + ".k", uint64_t{nk} * D.H * D.dk);
+    BufferRef v = b.get(name + ".v", uint64_t{nk} * D.H * D.dv);
+    BufferRef o = b.get(name + ".o", uint64_t{nq} * D.H * D.dv);
+    linear_forward(dev_, rec, linear_of(params_, prefix + ".q_proj", D.d, D.H * D.dk), xq, q, nq);
+    linear_forward(dev_, rec, linear_of(params_, prefix + ".k_proj", D.d, D.H * D.dk), xkv, k, nk);
+    linear_forward(dev_, rec, linear_of(params_, prefix + ".v_proj", D.d, D.H * D.dv), xkv, v, nk);
+    ops::AttentionArgs a;
+    a.batch = D.B;
+    a.heads = D.H;
+    a.len_q = Lq;
+    a.len_k = Lk;
+    a.d_k = D.dk;
+    a.d_v = D.dv;
+    a.q = q;
+    a.k = k;
+    a.v = v;
+    a.o = o;
+    a.q_layout = heads_layout(Lq, D.H, D.dk);
+    a.k_layout = heads_layout(Lk, D.H, D.dk);
+    a.v_layout = heads_layout(Lk, D.H, D.dv);
+    a.o_layout = heads_layout(Lq, D.H, D.dv);
+    a.lse = b.get(name + ".lse", uint64_t{D.B} * D.H * Lq);
+    a.key_len = key_len;
+    a.causal = causal;
+    a.dropout_p = attn_drop;
+    a.dropout_tensor = id;
+    a.scalars = scalars_;
+    ops::attention_forward(dev_, rec, a);
+    linear_forward(dev_, rec, linear_of(params_, prefix + ".o_proj", D.H * D.dv, D.d), o, s_out, nq);
+  };
+
+  auto ffn = [&](const std::string& name, const std::string& prefix, const BufferRef& x,
+                 const BufferRef& s_out, uint32_t rows) {
+    BufferRef f = b.get(name + ".f", uint64_t{rows} * D.dff);
+    linear_forward(dev_, rec, linear_of(params_, prefix + ".fc1", D.d, D.dff), x, f, rows, true);
+    linear_forward(dev_, rec, linear_of(params_, prefix + ".fc2", D.dff, D.d), f, s_out, rows);
+  };
+
+  // Encoder.
+  const uint32_t Ns = D.Ns(), Nt = D.Nt();
+  BufferRef x = b.get("enc.embed", uint64_t{Ns} * D.d);
+  embed(src, D.Ls, x, dropout_id(false, 0, 15));
+  for (int l = 0; l < c.encoder_layers; ++l) {
+    const std::string n = "enc." + std::to_string(l), p = "encoder.layers." + std::to_string(l);
+    BufferRef s1 = b.get(n + ".s1", uint64_t{Ns} * D.d), x1 = b.get(n + ".x1", uint64_t{Ns} * D.d);
+    mha(n + ".self", p + ".self_attn", x, x, D.Ls, D.Ls, src_len, false, s1, dropout_id(false, l, 0));
+    add_norm(n + ".ln1", p + ".self_attn_norm", x, s1, x1, Ns, dropout_id(false, l, 1));
+    BufferRef s2 = b.get(n + ".s2", uint64_t{Ns} * D.d), x2 = b.get(n + ".x2", uint64_t{Ns} * D.d);
+    ffn(n + ".ffn", p + ".ffn", x1, s2, Ns);
+    add_norm(n + ".ln2", p + ".ffn_norm", x1, s2, x2, Ns, dropout_id(false, l, 2));
+    x = x2;
+  }
+  const BufferRef memory = x;
+
+  // Decoder.
+  BufferRef y = b.get("dec.embed", uint64_t{Nt} * D.d);
+  embed(tgt_in, D.Lt, y, dropout_id(true, 0, 15));
+  for (int l = 0; l < c.decoder_layers; ++l) {
+    const std::string n = "dec." + std::to_string(l), p = "decoder.layers." + std::to_string(l);
+    BufferRef s1 = b.get(n + ".s1", uint64_t{Nt} * D.d), y1 = b.get(n + ".y1", uint64_t{Nt} * D.d);
+    mha(n + ".self", p + ".self_attn", y, y, D.Lt, D.Lt, tgt_len, true, s1, dropout_id(true, l, 0));
+    add_norm(n + ".ln1", p + ".self_attn_norm", y, s1, y1, Nt, dropout_id(true, l, 1));
+    BufferRef s2 = b.get(n + ".s2", uint64_t{Nt} * D.d), y2 = b.get(n + ".y2", uint64_t{Nt} * D.d);
+    mha(n + ".cross", p + ".cross_attn", y1, memory, D.Lt, D.Ls, src_len, false, s2,
+        dropout_id(true, l, 2));
+    add_norm(n + ".ln2", p + ".cross_attn_norm", y1, s2, y2, Nt, dropout_id(true, l, 3));
+    BufferRef s3 = b.get(n + ".s3", uint64_t{Nt} * D.d), y3 = b.get(n + ".y3", uint64_t{Nt} * D.d);
+    ffn(n + ".ffn", p + ".ffn", y2, s3, Nt);
+    add_norm(n + ".ln3", p + ".ffn_norm", y2, s3, y3, Nt, dropout_id(true, l, 4));
+    y = y3;
+  }
+
+  // Output projection with the shared embedding: logits[Nt, V] = y E^T.
+  BufferRef logits = b.get("logits", uint64_t{Nt} * D.V);
+  ops::MatmulArgs proj;
+  proj.a = y;
+  proj.b = params_.param("embed.weight");
+  proj.c = logits;
+  proj.m = Nt;
+  proj.n = D.V;
+  proj.k = D.d;
+  proj.trans_b = true;
+  ops::matmul(dev_, rec, proj);
+
+  record_loss(rec, logits, tgt_out, Nt);
+}
+
+void TrainGraph::record_loss(Recorder& rec, const BufferRef& logits, const BufferRef& targets,
+                             uint32_t rows) {
+  ops::CrossEntropyArgs a;
+  a.logits = logits;
+  a.targets = targets;
+  a.step = scalars_;
+  a.row_loss = buf_->host("out.loss", rows);
+  a.row_logp = buf_->host("out.logp", rows);
+  if (options_.backward) a.dlogits = logits;  // in place: the logits are not needed again
+  a.rows = rows;
+  a.vocab = uint32_t(config_.vocab_size);
+  a.pad_id = config_.pad_id;
+  a.label_smoothing = config_.label_smoothing;
+  ops::cross_entropy(dev_, rec, a);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward: every parameter gradient is accumulated (+=), activation gradients are temporaries.
+
+void TrainGraph::record_backward(Recorder& rec) {
+  const ModelConfig& c = config_;
+  const Dims D{shape_.batch,           shape_.src_len,          shape_.tgt_len,
+               uint32_t(c.d_model),    uint32_t(c.heads),       uint32_t(c.head_dim_k()),
+               uint32_t(c.head_dim_v()), uint32_t(c.d_ff),      uint32_t(c.vocab_size)};
+  Buffers& b = *buf_;
+  const float drop = options_.dropout ? c.dropout : 0.0f;
+  const float attn_drop = options_.dropout ? c.attention_dropout : 0.0f;
+  const uint32_t Ns = D.Ns(), Nt = D.Nt(), Nmax = std::max(Ns, Nt);
+  const BufferRef src = b.host("in.src", Ns), tgt_in = b.host("in.tgt_in", Nt),
+                  src_len = b.host("in.src_len", D.B), tgt_len = b.host("in.tgt_len", D.B);
+
+  BufferRef ones = b.get("ones", Nmax);
+  ops::fill(dev_, rec, ones, Nmax, 1.0f);
+  // Activation-gradient temporaries, reused layer after layer (the recorder orders them).
+  const uint64_t wide = uint64_t{Nmax} * std::max({D.d, D.H * D.dk, D.H * D.dv});
+  BufferRef g_out = b.get("grad.out", wide), g_a = b.get("grad.a", wide), g_b = b.get("grad.b", wide);
+  BufferRef g_ff = b.get("grad.ff", uint64_t{Nmax} * D.dff);
+  BufferRef g_q = b.get("grad.q", uint64_t{Nmax} * D.H * D.dk);
+  BufferRef g_k = b.get("grad.k", uint64_t{Nmax} * D.H * D.dk);
+  BufferRef g_v = b.get("grad.v", uint64_t{Nmax} * D.H * D.dv);
+  BufferRef g_o = b.get("grad.o", uint64_t{Nmax} * D.H * D.dv);
+  BufferRef g_memory = b.get("grad.memory", uint64_t{Ns} * D.d);
+  BufferRef delta = b.get("grad.delta", uint64_t{D.B} * D.H * std::max(D.Ls, D.Lt));
+  BufferRef ln_scratch = b.get("grad.ln_scratch",
+                               ops::layer_norm_backward_scratch_bytes(Nmax, D.d) / 4 + 1);
+  auto rows_d = [&](const BufferRef& r, uint32_t rows) { return r.slice(0, uint64_t{rows} * D.d * 4); };
+
+  auto norm_backward = [&](const std::string& name, const std::string& norm, const BufferRef& dy,
+                           const BufferRef& dx, const BufferRef& ds, uint32_t rows, uint32_t id) {
+    ops::LayerNormBackwardArgs a;
+    a.dy = dy;
+    a.h = b.get(name + ".h", uint64_t{rows} * D.d);
+    a.gamma = params_.param(norm + ".weight");
+    a.mean = b.get(name + ".mean", rows);
+    a.rstd = b.get(name + ".rstd", rows);
+    a.dx = dx;
+    a.ds = ds;
+    a.dgamma = params_.grad(norm + ".weight");
+    a.dbeta = params_.grad(norm + ".bias");
+    a.scratch = ln_scratch;
+    a.step = scalars_;
+    a.rows = rows;
+    a.d = D.d;
+    a.dropout = drop;
+    a.tensor_id = id;
+    a.accumulate_params = true;
+    ops::layer_norm_backward(dev_, rec, a);
+  };
+  auto lin_back = [&](const std::string& prefix, uint32_t in, uint32_t out, const BufferRef& x,
+                      const BufferRef& dy, const BufferRef& dx, bool accumulate, uint32_t rows) {
+    linear_backward(dev_, rec, linear_of(params_, prefix, in, out), x, dy, dx, accumulate,
+                    params_.grad(prefix + ".weight"), params_.grad(prefix + ".bias"),
+                    ones.slice(0, uint64_t{rows} * 4), rows);
+  };
+  // Backward of mha(): ds_out is the gradient of its o_proj output; adds the gradient w.r.t.
+  // xq into dxq and w.r.t. xkv into dxkv (which may be the same buffer for self-attention).
+  auto mha_backward = [&](const std::string& name, const std::string& prefix, const BufferRef& xq,
+                          const BufferRef& xkv, uint32_t Lq, uint32_t Lk, const BufferRef& key_len,
+                          bool causal, const BufferRef& ds_out, const BufferRef& dxq,
+                          const BufferRef& dxkv, bool accumulate_kv, uint32_t id) {
+    const uint32_t nq = D.B * Lq, nk = D.B * Lk;
+    BufferRef q = b.get(name + ".q", uint64_t{nq} * D.H * D.dk);
+    BufferRef k = b.get(name + ".k", uint64_t{nk} * D.H * D.dk);
+    BufferRef v = b.get(name + ".v", uint64_t{nk} * D.H * D.dv);
+    BufferRef o = b.get(name + ".o", uint64_t{nq} * D.H * D.dv);
+    BufferRef dq = g_q.slice(0, uint64_t{nq} * D.H * D.dk * 4);
+    BufferRef dk = g_k.slice(0, uint64_t{nk} * D.H * D.dk * 4);
+    BufferRef dv = g_v.slice(0, uint64_t{nk} * D.H * D.dv * 4);
+    BufferRef d_o = g_o.slice(0, uint64_t{nq} * D.H * D.dv * 4);
+    lin_back(prefix + ".o_proj", D.H * D.dv, D.d, o, ds_out, d_o, false, nq);
+    ops::AttentionBackwardArgs a;
+    a.fwd.batch = D.B;
+    a.fwd.heads = D.H;
+    a.fwd.len_q = Lq;
+    a.fwd.len_k = Lk;
+    a.fwd.d_k = D.dk;
+    a.fwd.d_v = D.dv;
+    a.fwd.q = q;
+    a.fwd.k = k;
+    a.fwd.v = v;
+    a.fwd.o = o;
+    a.fwd.q_layout = heads_layout(Lq, D.H, D.dk);
+    a.fwd.k_layout = heads_layout(Lk, D.H, D.dk);
+    a.fwd.v_layout = heads_layout(Lk, D.H, D.dv);
+    a.fwd.o_layout = heads_layout(Lq, D.H, D.dv);
+    a.fwd.lse = b.get(name + ".lse", uint64_t{D.B} * D.H * Lq);
+    a.fwd.key_len = key_len;
+    a.fwd.causal = causal;
+    a.fwd.dropout_p = attn_drop;
+    a.fwd.dropout_tensor = id;
+    a.fwd.scalars = scalars_;
+    a.d_o = d_o;
+    a.d_q = dq;
+    a.d_k = dk;
+    a.d_v = dv;
+    a.delta = delta.slice(0, uint64_t{D.B} * D.H * Lq * 4);
+    ops::attention_backward(dev_, rec, a);
+    lin_back(prefix + ".q_proj", D.d, D.H * D.dk, xq, dq, dxq, true, nq);
+    lin_back(prefix + ".k_proj", D.d, D.H * D.dk, xkv, dk, dxkv, accumulate_kv, nk);
+    lin_back(prefix + ".v_proj", D.d, D.H * D.dv, xkv, dv, dxkv, true, nk);
+  };
+  auto ffn_backward = [&](const std::string& name, const std::string& prefix, const BufferRef& x,
+                          const BufferRef& ds_out, const BufferRef& dx, uint32_t rows) {
+    BufferRef f = b.get(name + ".f", uint64_t{rows} * D.dff);
+    BufferRef df = g_ff.slice(0, uint64_t{rows} * D.dff * 4);
+    lin_back(prefix + ".fc2", D.dff, D.d, f, ds_out, df, false, rows);
+    ops::relu_backward(dev_, rec, f, df, rows * D.dff);
+    lin_back(prefix + ".fc1", D.d, D.dff, x, df, dx, true, rows);
+  };
+
+  // Output projection: dy = dlogits E, dE += dlogits^T y.
+  BufferRef dlogits = b.get("logits", uint64_t{Nt} * D.V);
+  const std::string last_dec = "dec." + std::to_string(c.decoder_layers - 1);
+  BufferRef y_final = b.get(last_dec + ".y3", uint64_t{Nt} * D.d);
+  BufferRef gy = rows_d(g_out, Nt);
+  {
+    ops::MatmulArgs gx;
+    gx.a = dlogits;
+    gx.b = params_.param("embed.weight");
+    gx.c = gy;
+    gx.m = Nt;
+    gx.n = D.d;
+    gx.k = D.V;
+    ops::matmul(dev_, rec, gx);
+    ops::MatmulArgs gw;
+    gw.a = dlogits;
+    gw.trans_a = true;
+    gw.b = y_final;
+    gw.c = params_.grad("embed.weight");
+    gw.m = D.V;
+    gw.n = D.d;
+    gw.k = Nt;
+    gw.beta = 1.0f;
+    ops::matmul(dev_, rec, gw);
+  }
+
+  // Decoder layers, last to first. gy holds the gradient of the layer's output.
+  const std::string last_enc = "enc." + std::to_string(c.encoder_layers - 1);
+  const BufferRef memory = b.get(last_enc + ".x2", uint64_t{Ns} * D.d);
+  rec.fill(g_memory, 0);
+  BufferRef ga = rows_d(g_a, Nt), gb = rows_d(g_b, Nt);
+  for (int l = c.decoder_layers - 1; l >= 0; --l) {
+    const std::string n = "dec." + std::to_string(l), p = "decoder.layers." + std::to_string(l);
+    const BufferRef y_in = l == 0 ? b.get("dec.embed", uint64_t{Nt} * D.d)
+                                  : b.get("dec." + std::to_string(l - 1) + ".y3", uint64_t{Nt} * D.d);
+    const BufferRef y1 = b.get(n + ".y1", uint64_t{Nt} * D.d), y2 = b.get(n + ".y2", uint64_t{Nt} * D.d);
+    norm_backward(n + ".ln3", p + ".ffn_norm", gy, ga, gb, Nt, dropout_id(true, l, 4));
+    ffn_backward(n + ".ffn", p + ".ffn", y2, gb, ga, Nt);  // ga: gradient of y2
+    norm_backward(n + ".ln2", p + ".cross_attn_norm", ga, gy, gb, Nt, dropout_id(true, l, 3));
+    mha_backward(n + ".cross", p + ".cross_attn", y1, memory, D.Lt, D.Ls, src_len, false, gb, gy,
+                 g_memory, true, dropout_id(true, l, 2));  // gy: gradient of y1
+    norm_backward(n + ".ln1", p + ".self_attn_norm", gy, ga, gb, Nt, dropout_id(true, l, 1));
+    mha_backward(n + ".self", p + ".self_attn", y_in, y_in, D.Lt, D.Lt, tgt_len, true, gb, ga, ga,
+                 true, dropout_id(true, l, 0));  // ga: gradient of y_in
+    std::swap(gy, ga);
+  }
+  embedding_backward_into(rec, tgt_in, D.Lt, gy, dropout_id(true, 0, 15));
+
+  // Encoder layers, last to first, starting from the gradient the decoder sent to the memory.
+  BufferRef gx = rows_d(g_out, Ns);
+  ga = rows_d(g_a, Ns);
+  gb = rows_d(g_b, Ns);
+  ops::CopyArgs cp;
+  cp.src = g_memory;
+  cp.dst = gx;
+  cp.cols = Ns * D.d;
+  ops::copy(dev_, rec, cp);
+  for (int l = c.encoder_layers - 1; l >= 0; --l) {
+    const std::string n = "enc." + std::to_string(l), p = "encoder.layers." + std::to_string(l);
+    const BufferRef x_in = l == 0 ? b.get("enc.embed", uint64_t{Ns} * D.d)
+                                  : b.get("enc." + std::to_string(l - 1) + ".x2", uint64_t{Ns} * D.d);
+    const BufferRef x1 = b.get(n + ".x1", uint64_t{Ns} * D.d);
+    norm_backward(n + ".ln2", p + ".ffn_norm", gx, ga, gb, Ns, dropout_id(false, l, 2));
+    ffn_backward(n + ".ffn", p + ".ffn", x1, gb, ga, Ns);  // ga: gradient of x1
+    norm_backward(n + ".ln1", p + ".self_attn_norm", ga, gx, gb, Ns, dropout_id(false, l, 1));
+    mha_backward(n + ".self", p + ".self_attn", x_in, x_in, D.Ls, D.Ls, src_len, false, gb, gx, gx,
+                 true, dropout_id(false, l, 0));  // gx: gradient of x_in
+  }
+  embedding_backward_into(rec, src, D.Ls, gx, dropout_id(false, 0, 15));
+}
+
+void TrainGraph::embedding_backward_into(Recorder& rec, const BufferRef& tokens, uint32_t len,
+                                         const BufferRef& dout, uint32_t tensor_id) {
+  const ModelConfig& c = config_;
+  const uint32_t count = shape_.batch * len;
+  ops::EmbeddingBackwardArgs e;
+  e.tokens = tokens;
+  e.dout = dout;
+  e.dtable = params_.grad("embed.weight");
+  if (c.learned_positions) e.dpos_table = params_.grad("pos_embed.weight");
+  e.scratch = buf_->get("grad.embed_scratch." + std::to_string(len),
+                        ops::embedding_backward_scratch_bytes(uint32_t(c.vocab_size),
+                                                              uint32_t(c.max_len), count) / 4 + 1);
+  e.step = scalars_;
+  e.tokens_count = count;
+  e.d = uint32_t(c.d_model);
+  e.vocab = uint32_t(c.vocab_size);
+  e.len = len;
+  e.max_len = uint32_t(c.max_len);
+  e.pad_id = c.pad_id;
+  e.scale = std::sqrt(float(c.d_model));
+  e.dropout = options_.dropout ? c.dropout : 0.0f;
+  e.tensor_id = tensor_id;
+  ops::embedding_backward(dev_, rec, e);
+}
+
+}  // namespace vkf::model

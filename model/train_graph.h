@@ -1,0 +1,80 @@
+#pragma once
+// One recorded training (or scoring) step for one bucket shape: embeddings, N encoder and
+// decoder layers (post-LN), shared-embedding output projection, label-smoothed loss, and the
+// full backward into the parameter gradients (which accumulate, so K micro-batches sum before
+// one optimizer step). Recorded once, replayed for every batch of that shape; the host writes
+// only the token ids and the per-step scalars.
+#include <cstdint>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/recorder.h"
+#include "engine/step_scalars.h"
+#include "model/device_params.h"
+
+namespace vkf::model {
+
+struct BucketShape {
+  uint32_t batch = 0, src_len = 0, tgt_len = 0;
+  bool operator<(const BucketShape& o) const {
+    return std::tie(batch, src_len, tgt_len) < std::tie(o.batch, o.src_len, o.tgt_len);
+  }
+};
+
+struct GraphOptions {
+  bool backward = true;  // false: forward and loss only (validation, scoring)
+  bool dropout = true;   // false: dropout off (validation, scoring, gradient checks)
+  bool profile = false;
+};
+
+// Token ids of one padded batch, row-major, pad at the end of each row.
+struct BatchTokens {
+  std::vector<int32_t> src;      // [batch, src_len]
+  std::vector<int32_t> tgt_in;   // [batch, tgt_len]
+  std::vector<int32_t> tgt_out;  // [batch, tgt_len]
+  std::vector<int32_t> src_len;  // [batch] non-pad source tokens
+  std::vector<int32_t> tgt_len;  // [batch] non-pad target tokens
+};
+
+struct StepResult {
+  double loss_sum = 0;  // label-smoothed, over non-pad targets
+  double nll_sum = 0;   // plain negative log-likelihood
+  uint64_t tokens = 0;  // non-pad targets
+  std::vector<double> row_logprob;  // per sentence: summed log p(target) (scoring)
+};
+
+class TrainGraph {
+ public:
+  TrainGraph(Device& dev, DeviceParams& params, const BucketShape& shape,
+             const BufferRef& step_scalars, const GraphOptions& options);
+  ~TrainGraph();
+
+  const BucketShape& shape() const { return shape_; }
+  // Writes the batch's ids into the graph's input buffers (host-visible, no copy).
+  void set_batch(const BatchTokens& batch);
+  // Runs forward (+ backward); gradients are added to the parameter gradients.
+  StepResult run();
+  Sequence& sequence() { return *seq_; }
+
+ private:
+  struct Buffers;
+  void record(Recorder& rec);
+  void record_forward(Recorder& rec);
+  void record_backward(Recorder& rec);
+  void embedding_backward_into(Recorder& rec, const BufferRef& tokens, uint32_t len,
+                               const BufferRef& dout, uint32_t tensor_id);
+  void record_loss(Recorder& rec, const BufferRef& logits, const BufferRef& targets, uint32_t rows);
+
+  Device& dev_;
+  DeviceParams& params_;
+  ModelConfig config_;
+  BucketShape shape_;
+  BufferRef scalars_;
+  GraphOptions options_;
+  std::unique_ptr<Buffers> buf_;
+  std::unique_ptr<Sequence> seq_;
+};
+
+}  // namespace vkf::model
