@@ -188,6 +188,10 @@ class AptRepo:
         if missing:
             raise AptError("package(s) not found in the Debian lists "
                            f"({self.source_file}): {', '.join(missing)}")
+        unverifiable = [n for n, i in found.items() if not i.sha256]
+        if unverifiable:
+            raise AptError("the package index gives no SHA256 for "
+                           f"{', '.join(unverifiable)}; cannot verify the download")
         return found
 
     def download(self, infos: list[PackageInfo], dest: Path) -> dict[str, Path]:
@@ -211,7 +215,7 @@ class AptRepo:
     @staticmethod
     def _cached(info: PackageInfo, dest: Path) -> Path | None:
         for path in dest.glob(f"{info.name}_*.deb"):
-            if not info.sha256 or sha256_file(path) == info.sha256:
+            if sha256_file(path) == info.sha256:
                 return path
         return None
 

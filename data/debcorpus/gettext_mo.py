@@ -71,8 +71,7 @@ _PLACEHOLDER_RE = re.compile(r"""
 # ~ is never part of a word, so it is removed even where both sides have it.
 _ACCEL_RE = re.compile(r"(?<![_&])(?:_|&(?!#?\w+;))(?=[^\W_])")
 _TILDE_ACCEL_RE = re.compile(r"(?<![~\w])~(?=[^\W_])")
-
-
+# LyX appends a menu shortcut after a bar: "Add Line Above|o".
 _LYX_SHORTCUT_RE = re.compile(r"\|[^\s|]$")
 
 
@@ -100,7 +99,10 @@ def read_mo(data: bytes) -> list[MoEntry]:
         raise ValueError(f"unsupported .mo revision {revision:#x}")
 
     def string(table: int, i: int) -> bytes:
-        length, offset = struct.unpack_from(order + "2I", data, table + 8 * i)
+        try:
+            length, offset = struct.unpack_from(order + "2I", data, table + 8 * i)
+        except struct.error:
+            raise ValueError("offset table runs past the end of the file") from None
         if offset + length > len(data):
             raise ValueError("string table points past the end of the file")
         return data[offset:offset + length]
@@ -122,7 +124,9 @@ def read_mo(data: bytes) -> list[MoEntry]:
         if msgid == b"":
             continue
         text = msgid.decode(charset, errors="replace")
-        context, _, text = text.rpartition("\x04") if "\x04" in text else (None, "", text)
+        context = None
+        if "\x04" in text:                  # msgctxt EOT msgid
+            context, text = text.split("\x04", 1)
         singular, _, plural = text.partition("\x00")
         strs = msgstr.decode(charset, errors="replace").split("\x00")
         entries.append(MoEntry(context, singular, plural or None, strs))
@@ -155,7 +159,6 @@ def clean_message(en: str, de: str) -> tuple[str, str] | str:
         return "untranslated"
     for name, value in _PRODUCT_NAMES.items():
         en, de = en.replace(name, value), de.replace(name, value)
-    # LyX appends its menu shortcut after a bar: "Add Line Above|o".
     en, de = _LYX_SHORTCUT_RE.sub("", en), _LYX_SHORTCUT_RE.sub("", de)
     if "|" in en and "|" not in de:
         # Old-style context prefix ("Nobility Title abbreviation|nob.", glib's

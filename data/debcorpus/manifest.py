@@ -54,8 +54,14 @@ def licences(copyright_text: str) -> dict:
             if re.search(r"^Files:\s*\*\s*$", stanza, re.MULTILINE) and main is None:
                 main = name
         return {"format": "dep5", "main": main, "all": names}
-    found = [short for phrase, short in _LICENCE_PHRASES
-             if re.search(r"\b" + re.escape(phrase) + r"\b", copyright_text)]
+    found = []
+    # Older copyright files often still have "License: GPL-2+ (/usr/share/...)".
+    for m in re.finditer(r"^License:[ \t]*([^(\n]*[^(\s])", copyright_text, re.MULTILINE):
+        if m.group(1) not in found:
+            found.append(m.group(1))
+    found += [short for phrase, short in _LICENCE_PHRASES
+              if re.search(r"\b" + re.escape(phrase) + r"\b", copyright_text)
+              and short not in found]
     return {"format": "free-form", "main": None, "mentions": found}
 
 

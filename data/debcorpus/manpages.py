@@ -245,10 +245,12 @@ def pair_pages(en_text: str, de_text: str) -> list[tuple[str, str]] | None:
 
 
 def _pages(root: Path) -> dict[str, Path]:
-    """'access.2' -> file, for real pages (not symlinks, not .so redirects)."""
+    """'access.2' -> file for the pages in root/man*/ (symlinks are aliases of
+    another page and skipped; .so redirects are skipped by the caller).
+    Only direct section folders count, so root/de/man1 is not an English page."""
     pages = {}
-    for path in root.rglob("*.gz"):
-        if path.is_symlink() or not path.parent.name.startswith("man"):
+    for path in root.glob("man*/*.gz"):
+        if path.is_symlink():
             continue
         pages[path.name[:-3]] = path
     return pages

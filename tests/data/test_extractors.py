@@ -5,6 +5,7 @@ here (the .mo catalogues, with struct). Run from the repository root:
     python3 -m unittest discover -s tests/data -p 'test_*.py'
 """
 
+import contextlib
 import gettext
 import gzip
 import io
@@ -428,6 +429,20 @@ class AptAndManifestTest(unittest.TestCase):
             info = PackageInfo("no-such-package-vkf", "1.0", 1, "", "x", "")
             with self.assertRaisesRegex(AptError, "download failed for no-such-package-vkf"):
                 repo.download([info], Path(tmp, "debs"))
+
+
+class SkippedPackagesTest(unittest.TestCase):
+    def test_big_package_drops_only_what_needs_it(self):
+        from debcorpus import pipeline
+        wanted = {"gettext": ["coreutils", "blender-data"],
+                  "manpages": ["manpages", "manpages-de"],
+                  "heldout-wesnoth": ["wesnoth-1.16-data"]}
+        skipped = {"blender-data": "too big", "wesnoth-1.16-data": "too big"}
+        # gettext goes on without the one catalogue; a source that needs a
+        # skipped package as a whole is left out.
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(pipeline._runnable(wanted, skipped), ["gettext", "manpages"])
+        self.assertIn("heldout-wesnoth skipped: wesnoth-1.16-data", err.getvalue())
 
 
 class CommandLineTest(unittest.TestCase):
