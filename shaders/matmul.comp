@@ -37,6 +37,7 @@ layout(constant_id = 7) const uint TRANS_A = 0;
 layout(constant_id = 8) const uint TRANS_B = 0;
 layout(constant_id = 9) const uint EPILOGUE = 0;
 layout(constant_id = 10) const uint VEC = 0;
+layout(constant_id = 11) const uint READ_C = 0;  // beta != 0
 
 layout(std430, binding = 0) readonly buffer A { STORE_T a[]; };
 layout(std430, binding = 1) readonly buffer B { STORE_T b[]; };
@@ -88,7 +89,7 @@ vec4 load_b4(uint base, uint kk, uint col) {
 
 float acc[TM][TN];  // this invocation's C block: rows tm + i * RSTEP, columns tn + j * CSTEP
 
-const uint KV = 2;  // direct path: 4-vectors of k per operand row in the main loop
+const uint KV = 1;  // direct path: 4-vectors of k per operand row in the main loop
 
 // Direct path (SHARED = 0), one subgroup per workgroup (WG == subgroup size S, checked by the
 // wrapper): all lanes share rows m0 .. m0 + TM - 1 and lane l owns columns n0 + l + S * j. On
@@ -174,6 +175,11 @@ void main() {
     }
   }
 
+  // Epilogue. Every buffer access here is a per-lane loop on CPU devices and the loops are
+  // unrolled TM x TN times, so bias is read once per column and C only when READ_C.
+  float bias[TN];
+  for (uint j = 0; j < TN; ++j)
+    bias[j] = (EPILOGUE == 1 || EPILOGUE == 2) ? float(x[min(n0 + tn + j * CSTEP, p.n - 1)]) : 0.0;
   for (uint i = 0; i < TM; ++i) {
     const uint row = m0 + tm + i * RSTEP;
     if (row >= p.m) break;
@@ -182,9 +188,9 @@ void main() {
       if (col >= p.n) break;
       const uint ci = base_c + row * p.ldc + col;
       float v = p.alpha * acc[i][j];
-      // beta == 0 must not read C: it may hold garbage (NaN * 0 is NaN).
-      if (p.beta != 0.0) v += p.beta * float(c[ci]);
-      if (EPILOGUE == 1 || EPILOGUE == 2) v += float(x[col]);
+      // READ_C is set only for beta != 0: with beta == 0, C may hold garbage (NaN * 0 is NaN).
+      if (READ_C != 0) v += p.beta * float(c[ci]);
+      if (EPILOGUE == 1 || EPILOGUE == 2) v += bias[j];
       if (EPILOGUE == 2) v = max(v, 0.0);
       if (EPILOGUE == 3) v += float(x[ci]);
       c[ci] = STORE_T(v);

@@ -115,12 +115,12 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
     if (!args.trans_a && push.lda % 4 == 0 && push.stride_a % 4 == 0) vec |= 1;
     if (args.trans_b && push.ldb % 4 == 0 && push.stride_b % 4 == 0) vec |= 2;
   }
-  KernelSpec spec{
-      args.dtype == DType::f16 ? "matmul_f16" : "matmul",
-      4,
-      sizeof(Push),
-      {cfg.workgroup, cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.shared ? 1u : 0u,
-       args.trans_a ? 1u : 0u, args.trans_b ? 1u : 0u, static_cast<uint32_t>(args.epilogue), vec}};
+  KernelSpec spec{args.dtype == DType::f16 ? "matmul_f16" : "matmul",
+                  4,
+                  sizeof(Push),
+                  {cfg.workgroup, cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.shared ? 1u : 0u,
+                   args.trans_a ? 1u : 0u, args.trans_b ? 1u : 0u,
+                   static_cast<uint32_t>(args.epilogue), vec, args.beta != 0.0f ? 1u : 0u}};
   // The direct path needs the workgroup to be exactly one subgroup.
   if (!cfg.shared && info.subgroup_size != cfg.workgroup) spec.subgroup_size = cfg.workgroup;
   const Kernel& k = dev.kernel(spec);

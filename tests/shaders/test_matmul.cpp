@@ -28,21 +28,27 @@ struct Case {
   bool broadcast_b = false;  // stride_b = 0: one B for every batch item
 };
 
-// Sizes not divisible by any tile (1, 7, 33, 65, 127, 129), every transpose pair, batch > 1,
-// alpha/beta not 0/1, each epilogue.
+// Run on every tuning-table row and storage type. Together they cover sizes not divisible by
+// any tile (1, 7, 9, 33, 65, 70, 127, 129), every transpose pair, batch > 1 (and a B broadcast
+// over the batch), alpha/beta not 0/1, each epilogue, padded rows, and on the direct path every
+// 4-vector read mode (VEC = 1, 2, 3 and 0) with a k tail that is not a multiple of 4.
+// Each case is its own pipeline, and pipeline compilation is most of this test's cold time on
+// lavapipe, hence four cases per row; k_extra_cases run on the device's own row only.
 const Case k_cases[] = {
+    // nn, A rows 4-aligned (lda = 36): VEC = 1, k tail of 1.
+    {65, 127, 33, 1, false, false, 3, 1.0f, 0.0f, ops::Epilogue::none},
+    // nt (PyTorch Linear), lda = ldb = 72: VEC = 3, k tail of 2; beta reads C.
+    {37, 70, 70, 3, false, true, 2, 1.0f, 0.5f, ops::Epilogue::bias},
+    // tn: no 4-vector reads (VEC = 0); B broadcast over the batch.
+    {33, 9, 129, 3, true, false, 0, 0.5f, 0.0f, ops::Epilogue::bias_relu, true},
+    // tt, ldb = 36: VEC = 2.
+    {7, 33, 32, 2, true, true, 4, -1.5f, 0.75f, ops::Epilogue::residual},
+};
+const Case k_extra_cases[] = {
     {1, 1, 1, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
-    {7, 33, 65, 1, false, true, 0, 1.0f, 0.0f, ops::Epilogue::bias},
-    {33, 7, 129, 3, true, false, 0, 0.5f, 0.0f, ops::Epilogue::bias_relu},
-    {65, 127, 33, 2, true, true, 3, -1.5f, 0.75f, ops::Epilogue::residual},
     {129, 65, 7, 1, false, true, 0, 1.0f, 1.0f, ops::Epilogue::none},
     {127, 129, 127, 1, false, false, 5, 2.0f, -0.5f, ops::Epilogue::bias},
     {16, 64, 1, 2, false, true, 0, 1.0f, 0.0f, ops::Epilogue::residual},
-    {33, 33, 33, 3, false, true, 1, 1.0f, 0.0f, ops::Epilogue::bias_relu, true},
-    // K and strides multiples of 4: the direct path's 4-vector reads of A and/or B.
-    {37, 70, 64, 2, false, true, 4, 1.0f, 0.0f, ops::Epilogue::bias},
-    {9, 33, 32, 1, false, false, 0, 1.0f, 0.5f, ops::Epilogue::residual},
-    {40, 9, 36, 2, true, true, 0, -1.0f, 0.0f, ops::Epilogue::none},
 };
 
 constexpr uint32_t k_guard = 16;  // elements of poison before and after C's range
@@ -184,8 +190,9 @@ VKF_TEST_CASE("matmul uses the device's row unless forced", "[shaders][matmul]")
   const ops::MatmulConfig& chosen = ops::choose_matmul_config(dev.info());
   CHECK(ops::matmul_config_fits(chosen, dev.info()));
   if (dev.info().is_cpu()) CHECK(std::string(chosen.name) == "cpu_direct");
-  // Default (table choice) path runs too.
-  run_case(dev, chosen, DType::f32, k_cases[1], 99);
+  // The default (table choice) path, and more shapes on it.
+  uint32_t seed = 99;
+  for (const Case& c : k_extra_cases) run_case(dev, chosen, DType::f32, c, seed += 10);
 }
 
 TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any device",
