@@ -16,7 +16,8 @@ using namespace vkf;
 namespace {
 
 Device& device() {
-  static std::unique_ptr<Device> dev = Device::create(std::make_shared<Instance>(InstanceOptions{}));
+  static std::unique_ptr<Device> dev =
+      Device::create(std::make_shared<Instance>(InstanceOptions{}));
   return *dev;
 }
 
@@ -59,13 +60,22 @@ void run(benchmark::State& state, bool backward) {
   state.SetLabel(dev.info().name);
 }
 
-void BM_attention_forward(benchmark::State& s) { run(s, false); }
-void BM_attention_backward(benchmark::State& s) { run(s, true); }
+void BM_attention_forward(benchmark::State& s) {
+  run(s, false);
+}
+void BM_attention_backward(benchmark::State& s) {
+  run(s, true);
+}
 
 // Args: batch, len, causal, dropout.
-#define SHAPES ArgNames({"batch", "len", "causal", "dropout"}) \
-  ->Args({64, 64, 0, 0})->Args({64, 64, 1, 1})->Args({16, 256, 0, 0})->Args({16, 256, 1, 1}) \
-  ->Unit(benchmark::kMillisecond)->UseRealTime()
+// len 256 runs only plain: on lavapipe one backward iteration there takes ~30 s.
+#define SHAPES                                    \
+  ArgNames({"batch", "len", "causal", "dropout"}) \
+      ->Args({64, 64, 0, 0})                      \
+      ->Args({64, 64, 1, 1})                      \
+      ->Args({16, 256, 0, 0})                     \
+      ->Unit(benchmark::kMillisecond)             \
+      ->UseRealTime()
 BENCHMARK(BM_attention_forward)->SHAPES;
 BENCHMARK(BM_attention_backward)->SHAPES;
 

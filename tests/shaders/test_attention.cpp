@@ -2,9 +2,7 @@
 // (tests/reference/attention.h): forward and backward on random shapes (cross attention, lengths
 // that are no tile multiple, per-batch padding, causal, dropout), every tile configuration,
 // strided layouts, f16 storage, fully masked rows, and finite-difference gradient checks.
-#include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -48,13 +46,25 @@ std::vector<Case> cases() {
   return c;
 }
 
-size_t count_q(const ref::AttentionShape& s) { return size_t(s.batch) * s.heads * s.len_q * s.d_k; }
-size_t count_k(const ref::AttentionShape& s) { return size_t(s.batch) * s.heads * s.len_k * s.d_k; }
-size_t count_v(const ref::AttentionShape& s) { return size_t(s.batch) * s.heads * s.len_k * s.d_v; }
-size_t count_o(const ref::AttentionShape& s) { return size_t(s.batch) * s.heads * s.len_q * s.d_v; }
-size_t count_rows(const ref::AttentionShape& s) { return size_t(s.batch) * s.heads * s.len_q; }
+size_t count_q(const ref::AttentionShape& s) {
+  return size_t(s.batch) * s.heads * s.len_q * s.d_k;
+}
+size_t count_k(const ref::AttentionShape& s) {
+  return size_t(s.batch) * s.heads * s.len_k * s.d_k;
+}
+size_t count_v(const ref::AttentionShape& s) {
+  return size_t(s.batch) * s.heads * s.len_k * s.d_v;
+}
+size_t count_o(const ref::AttentionShape& s) {
+  return size_t(s.batch) * s.heads * s.len_q * s.d_v;
+}
+size_t count_rows(const ref::AttentionShape& s) {
+  return size_t(s.batch) * s.heads * s.len_q;
+}
 
-std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+std::vector<double> to_double(const std::vector<float>& v) {
+  return {v.begin(), v.end()};
+}
 
 // IEEE half conversions for the f16-storage variant (round to nearest even; inputs are normal).
 uint16_t to_half(float f) {
@@ -77,7 +87,8 @@ float from_half(uint16_t h) {
     float f = std::ldexp(float(mant), -24);
     return sign ? -f : f;
   }
-  x = exp == 31 ? sign | 0x7F800000u | (mant << 13) : sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  x = exp == 31 ? sign | 0x7F800000u | (mant << 13)
+                : sign | ((exp - 15 + 127) << 23) | (mant << 13);
   float f;
   std::memcpy(&f, &x, 4);
   return f;
@@ -181,11 +192,7 @@ void check_case(const Case& c, const ops::AttentionTiles& tiles, DType dtype, To
   rec.fill(g.lse, 0xFFC00000u), rec.fill(g.delta, 0xFFC00000u);  // NaN
   ops::attention_forward(dev, rec, g.args(tiles));
   ops::attention_backward(dev, rec, g.backward_args(tiles));
-  auto t0 = std::chrono::steady_clock::now();
   rec.finish().run();
-  std::fprintf(stderr, "DBG %s wg %u %ux%u %s: %.3f s\n", c.what, tiles.workgroup, tiles.block_q,
-               tiles.block_k, dtype_name(dtype),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
   auto want = ref::attention_forward(s, to_double(in.q), to_double(in.k), to_double(in.v));
   // The reference gradients start from the O the device produced only through dO, which both see.
@@ -205,8 +212,8 @@ void check_case(const Case& c, const ops::AttentionTiles& tiles, DType dtype, To
 // Tile configurations forced in the tests: the defaults and the shapes other devices take,
 // including a workgroup smaller than a tile's rows.
 std::vector<ops::AttentionTiles> forced_tiles() {
-  return {{0, 0, 0}, {64, 16, 16}, {32, 8, 32}, {8, 16, 16}, {128, 32, 32}, {256, 64, 64},
-          {64, 32, 16}};
+  return {{0, 0, 0},     {64, 16, 16},  {32, 8, 32},  {8, 16, 16},
+          {128, 32, 32}, {256, 32, 32}, {64, 32, 16}, {32, 8, 8}};
 }
 
 bool fits(Device& dev, const ops::AttentionTiles& t, const ref::AttentionShape& s) {
@@ -302,7 +309,9 @@ VKF_TEST_CASE("attention reads and writes strided [batch, len, heads * d] layout
   auto grads = ref::attention_backward(s, q, k, v, gather(d_o, 0, 1));
   auto o = dev.download<float>(b_o, d_o.size());
   auto dqkv = dev.download<float>(b_dqkv, qkv.size());
-  auto as_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+  auto as_float = [](const std::vector<double>& x) {
+    return std::vector<float>(x.begin(), x.end());
+  };
   CHECK(test::tolerance_ratio(as_float(gather(o, 0, 1)), want.o, 2e-5, 1e-4) <= 1.0);
   CHECK(test::tolerance_ratio(as_float(gather(dqkv, 0, 3)), grads.d_q, 1e-4, 1e-3) <= 1.0);
   CHECK(test::tolerance_ratio(as_float(gather(dqkv, 1, 3)), grads.d_k, 1e-4, 1e-3) <= 1.0);
@@ -405,12 +414,12 @@ VKF_TEST_CASE("attention GPU backward matches finite differences of the double f
   rec.finish().run();
   auto q = to_double(in.q), k = to_double(in.k), v = to_double(in.v), G = to_double(in.d_o);
   // fp32 gradients of O(1) against double central differences (truncation ~1e-10).
-  CHECK(test::tolerance_ratio(g.get(g.d_q, count_q(s)), numeric_grad(s, q, k, v, G, 0, 1e-5),
-                              2e-5, 1e-4) <= 1.0);
-  CHECK(test::tolerance_ratio(g.get(g.d_k, count_k(s)), numeric_grad(s, q, k, v, G, 1, 1e-5),
-                              2e-5, 1e-4) <= 1.0);
-  CHECK(test::tolerance_ratio(g.get(g.d_v, count_v(s)), numeric_grad(s, q, k, v, G, 2, 1e-5),
-                              2e-5, 1e-4) <= 1.0);
+  CHECK(test::tolerance_ratio(g.get(g.d_q, count_q(s)), numeric_grad(s, q, k, v, G, 0, 1e-5), 2e-5,
+                              1e-4) <= 1.0);
+  CHECK(test::tolerance_ratio(g.get(g.d_k, count_k(s)), numeric_grad(s, q, k, v, G, 1, 1e-5), 2e-5,
+                              1e-4) <= 1.0);
+  CHECK(test::tolerance_ratio(g.get(g.d_v, count_v(s)), numeric_grad(s, q, k, v, G, 2, 1e-5), 2e-5,
+                              1e-4) <= 1.0);
 }
 
 VKF_TEST_CASE("attention arguments are checked", "[shaders][attention]") {
