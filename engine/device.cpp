@@ -35,9 +35,9 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
   std::vector<const char*> enable;
   // Only what the engine uses, and only where present: a device without them still runs the
   // fp32 paths.
-  for (const char* e : {VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME,
-                        VK_KHR_MAINTENANCE_4_EXTENSION_NAME, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME,
-                        "VK_NV_cooperative_matrix"})
+  for (const char* e :
+       {VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME, VK_KHR_MAINTENANCE_4_EXTENSION_NAME,
+        VK_EXT_MEMORY_BUDGET_EXTENSION_NAME, "VK_NV_cooperative_matrix"})
     if (has(exts, e)) enable.push_back(e);
 
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
@@ -85,8 +85,8 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
   init_common();
 }
 
-Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& info,
-               VkDevice device, VkQueue queue, const DeviceOptions& options)
+Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& info, VkDevice device,
+               VkQueue queue, const DeviceOptions& options)
     : instance_(std::move(instance)),
       info_(info),
       options_(options),
@@ -108,9 +108,9 @@ std::unique_ptr<Device> Device::create(std::shared_ptr<Instance> instance,
   return std::make_unique<Device>(std::move(instance), chosen, options);
 }
 
-std::unique_ptr<Device> Device::adopt(std::shared_ptr<Instance> instance,
-                                      VkPhysicalDevice physical, VkDevice device, VkQueue queue,
-                                      uint32_t queue_family, const DeviceOptions& options) {
+std::unique_ptr<Device> Device::adopt(std::shared_ptr<Instance> instance, VkPhysicalDevice physical,
+                                      VkDevice device, VkQueue queue, uint32_t queue_family,
+                                      const DeviceOptions& options) {
   if (device == VK_NULL_HANDLE || queue == VK_NULL_HANDLE || physical == VK_NULL_HANDLE)
     throw Error("Device::adopt: null handle");
   auto physicals = instance->physical_devices();
@@ -186,8 +186,7 @@ void Device::wait_fence(VkFence fence, const std::string& what) {
   check(r, "waiting for " + what + " on " + label_);
 }
 
-void Device::run_once(const std::function<void(VkCommandBuffer)>& record,
-                      const std::string& what) {
+void Device::run_once(const std::function<void(VkCommandBuffer)>& record, const std::string& what) {
   VkFence fence = transfer_fence_.get();
   wait_fence(fence, what);
   check(vkResetCommandBuffer(transfer_cmd_, 0), "resetting command buffer");

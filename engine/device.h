@@ -38,9 +38,9 @@ class Device {
   // Borrows a device and compute queue owned by the host application. They are never
   // destroyed, and the engine waits only on its own fences, never on the host's queue or device.
   // Only Vulkan 1.2 core features are assumed enabled.
-  static std::unique_ptr<Device> adopt(std::shared_ptr<Instance> instance, VkPhysicalDevice physical,
-                                       VkDevice device, VkQueue queue, uint32_t queue_family,
-                                       const DeviceOptions& options = {});
+  static std::unique_ptr<Device> adopt(std::shared_ptr<Instance> instance,
+                                       VkPhysicalDevice physical, VkDevice device, VkQueue queue,
+                                       uint32_t queue_family, const DeviceOptions& options = {});
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;

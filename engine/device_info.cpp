@@ -13,15 +13,24 @@ namespace {
 
 Vendor vendor_from_id(uint32_t id) {
   switch (id) {
-    case 0x10DE: return Vendor::nvidia;
-    case 0x1002: return Vendor::amd;
-    case 0x8086: return Vendor::intel;
-    case 0x13B5: return Vendor::arm;
-    case 0x5143: return Vendor::qualcomm;
-    case 0x106B: return Vendor::apple;
-    case 0x1010: return Vendor::imgtec;
-    case 0x10005: return Vendor::mesa;
-    default: return Vendor::other;
+    case 0x10DE:
+      return Vendor::nvidia;
+    case 0x1002:
+      return Vendor::amd;
+    case 0x8086:
+      return Vendor::intel;
+    case 0x13B5:
+      return Vendor::arm;
+    case 0x5143:
+      return Vendor::qualcomm;
+    case 0x106B:
+      return Vendor::apple;
+    case 0x1010:
+      return Vendor::imgtec;
+    case 0x10005:
+      return Vendor::mesa;
+    default:
+      return Vendor::other;
   }
 }
 
@@ -37,11 +46,16 @@ bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* n
 
 int type_rank(VkPhysicalDeviceType t) {
   switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
-    default: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return 3;
+    default:
+      return 4;
   }
 }
 
@@ -56,25 +70,39 @@ uint64_t DeviceInfo::device_local_bytes() const {
 
 std::string DeviceInfo::type_name() const {
   switch (type) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
-    default: return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "cpu";
+    default:
+      return "other";
   }
 }
 
 std::string DeviceInfo::vendor_name() const {
   switch (vendor) {
-    case Vendor::nvidia: return "nvidia";
-    case Vendor::amd: return "amd";
-    case Vendor::intel: return "intel";
-    case Vendor::arm: return "arm";
-    case Vendor::qualcomm: return "qualcomm";
-    case Vendor::apple: return "apple";
-    case Vendor::imgtec: return "imgtec";
-    case Vendor::mesa: return "mesa";
-    default: return "other";
+    case Vendor::nvidia:
+      return "nvidia";
+    case Vendor::amd:
+      return "amd";
+    case Vendor::intel:
+      return "intel";
+    case Vendor::arm:
+      return "arm";
+    case Vendor::qualcomm:
+      return "qualcomm";
+    case Vendor::apple:
+      return "apple";
+    case Vendor::imgtec:
+      return "imgtec";
+    case Vendor::mesa:
+      return "mesa";
+    default:
+      return "other";
   }
 }
 
@@ -105,7 +133,8 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index) {
   info.memory_budget = has_extension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
-  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties subgroup{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceSubgroupSizeControlProperties sg_control{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
   VkPhysicalDeviceMaintenance3Properties maint3{
@@ -138,9 +167,8 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index) {
   info.driver_info = driver.driverInfo;
   std::memcpy(info.pipeline_cache_uuid.data(), p.pipelineCacheUUID, VK_UUID_SIZE);
   info.subgroup_size = subgroup.subgroupSize;
-  info.subgroup_arithmetic =
-      (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-      (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  info.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   info.min_subgroup_size = has_sg_control ? sg_control.minSubgroupSize : subgroup.subgroupSize;
   info.max_subgroup_size = has_sg_control ? sg_control.maxSubgroupSize : subgroup.subgroupSize;
   info.shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
@@ -242,10 +270,10 @@ std::string devices_table(const std::vector<DeviceInfo>& devices) {
   std::ostringstream s;
   for (const auto& d : devices) {
     s << "[" << d.index << "] " << d.name << "\n";
-    s << "    vendor " << d.vendor_name() << " (0x" << std::hex << d.vendor_id << std::dec
-      << "), " << d.type_name() << ", driver " << d.driver_name << " " << d.driver_info
-      << ", Vulkan " << VK_API_VERSION_MAJOR(d.api_version) << "."
-      << VK_API_VERSION_MINOR(d.api_version) << "." << VK_API_VERSION_PATCH(d.api_version) << "\n";
+    s << "    vendor " << d.vendor_name() << " (0x" << std::hex << d.vendor_id << std::dec << "), "
+      << d.type_name() << ", driver " << d.driver_name << " " << d.driver_info << ", Vulkan "
+      << VK_API_VERSION_MAJOR(d.api_version) << "." << VK_API_VERSION_MINOR(d.api_version) << "."
+      << VK_API_VERSION_PATCH(d.api_version) << "\n";
     s << "    memory:";
     for (size_t i = 0; i < d.heaps.size(); ++i)
       s << " heap" << i << " " << format_bytes(d.heaps[i].size_bytes)

@@ -49,11 +49,11 @@ struct DeviceInfo {
   uint32_t timestamp_valid_bits = 0;
   float timestamp_period_ns = 0.0f;
 
-  bool fp16 = false;        // shaderFloat16 arithmetic
-  bool int8 = false;        // shaderInt8
-  bool storage16 = false;   // storageBuffer16BitAccess
-  bool nv_coopmat = false;  // VK_NV_cooperative_matrix
-  bool khr_coopmat = false; // VK_KHR_cooperative_matrix
+  bool fp16 = false;         // shaderFloat16 arithmetic
+  bool int8 = false;         // shaderInt8
+  bool storage16 = false;    // storageBuffer16BitAccess
+  bool nv_coopmat = false;   // VK_NV_cooperative_matrix
+  bool khr_coopmat = false;  // VK_KHR_cooperative_matrix
   bool memory_budget = false;
 
   bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
@@ -69,7 +69,8 @@ std::vector<DeviceInfo> query_all_devices(const std::vector<VkPhysicalDevice>& p
 // Picks a device by selector: "" (best: discrete, then integrated, virtual, CPU), an index
 // ("1"), a vendor ("nvidia", "amd", "intel", "cpu", ...) or a case-insensitive substring of the
 // name. An unknown selector throws an Error that lists the devices that exist.
-const DeviceInfo& select_device(const std::vector<DeviceInfo>& devices, const std::string& selector);
+const DeviceInfo& select_device(const std::vector<DeviceInfo>& devices,
+                                const std::string& selector);
 
 std::string devices_table(const std::vector<DeviceInfo>& devices);
 std::string devices_json(const std::vector<DeviceInfo>& devices);

@@ -52,8 +52,7 @@ bool KernelSpec::operator<(const KernelSpec& o) const {
 
 std::string default_pipeline_cache_dir() {
   if (const char* d = std::getenv("VKF_CACHE_DIR")) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    return std::string(x) + "/vkformer";
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/vkformer";
   if (const char* home = std::getenv("HOME"); home && *home)
     return std::string(home) + "/.cache/vkformer";
   return "";

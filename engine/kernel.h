@@ -14,11 +14,11 @@
 namespace vkf {
 
 struct KernelSpec {
-  std::string name;              // shader name in the registry ("fill", "matmul_f16", ...)
-  uint32_t buffers = 0;          // storage buffers at bindings 0..buffers-1
-  uint32_t push_bytes = 0;       // size of the push-constant block
-  std::vector<uint32_t> spec;    // specialization constants, constant_id = index (floats bitcast)
-  uint32_t subgroup_size = 0;    // required subgroup size, 0 = driver's choice
+  std::string name;            // shader name in the registry ("fill", "matmul_f16", ...)
+  uint32_t buffers = 0;        // storage buffers at bindings 0..buffers-1
+  uint32_t push_bytes = 0;     // size of the push-constant block
+  std::vector<uint32_t> spec;  // specialization constants, constant_id = index (floats bitcast)
+  uint32_t subgroup_size = 0;  // required subgroup size, 0 = driver's choice
 
   bool operator<(const KernelSpec& o) const;
 };

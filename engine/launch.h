@@ -8,7 +8,9 @@
 
 namespace vkf {
 
-inline uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
+inline uint32_t ceil_div(uint64_t a, uint64_t b) {
+  return static_cast<uint32_t>((a + b - 1) / b);
+}
 
 // Groups for a 1-D kernel of `n` items and `local` threads a group, folded over x and y when
 // n/local exceeds 65535 (matches global_index_1d() in shaders/common/index.glsl).

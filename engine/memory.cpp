@@ -7,7 +7,9 @@
 
 namespace vkf {
 namespace {
-VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) { return (v + a - 1) / a * a; }
+VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) {
+  return (v + a - 1) / a * a;
+}
 }  // namespace
 
 BufferRef BufferRef::slice(VkDeviceSize byte_offset, VkDeviceSize bytes) const {
@@ -35,7 +37,9 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   return *this;
 }
 
-Buffer::~Buffer() { reset(); }
+Buffer::~Buffer() {
+  reset();
+}
 
 void Buffer::reset() {
   if (allocator_ != nullptr && ref_.valid()) allocator_->release(block_, ref_.offset, reserved_);
@@ -53,16 +57,17 @@ Allocator::Allocator(VkDevice device, const DeviceInfo& info, std::string device
   VkDeviceSize heap = info.device_local_bytes();
   VkDeviceSize wanted = options.block_bytes ? options.block_bytes : (256ull << 20);
   if (!options.block_bytes && heap) wanted = std::min<VkDeviceSize>(wanted, heap / 4);
-  block_bytes_ = std::max<VkDeviceSize>(alignment_, std::min(wanted, limit) / alignment_ * alignment_);
+  block_bytes_ =
+      std::max<VkDeviceSize>(alignment_, std::min(wanted, limit) / alignment_ * alignment_);
 }
 
 Allocator::~Allocator() = default;
 
 uint32_t Allocator::memory_type(MemoryKind kind, uint32_t type_bits) const {
-  VkMemoryPropertyFlags need = kind == MemoryKind::device
-                                   ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-                                   : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  VkMemoryPropertyFlags need =
+      kind == MemoryKind::device
+          ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+          : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   // Host memory for read-back is much faster when cached; take it where it exists.
   VkMemoryPropertyFlags prefer =
       kind == MemoryKind::host ? need | VK_MEMORY_PROPERTY_HOST_CACHED_BIT : need;
@@ -202,6 +207,8 @@ void Allocator::release(uint32_t block, VkDeviceSize offset, VkDeviceSize size) 
   }
 }
 
-MemoryStats Allocator::stats(MemoryKind kind) const { return stats_[static_cast<int>(kind)]; }
+MemoryStats Allocator::stats(MemoryKind kind) const {
+  return stats_[static_cast<int>(kind)];
+}
 
 }  // namespace vkf

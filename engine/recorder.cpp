@@ -1,9 +1,9 @@
 #include "engine/recorder.h"
 
 #include <algorithm>
-#include <utility>
 #include <cstdio>
 #include <map>
+#include <utility>
 
 #include "engine/device.h"
 #include "engine/error.h"
@@ -40,7 +40,9 @@ Sequence& Sequence::operator=(Sequence&& o) noexcept {
   return *this;
 }
 
-Sequence::~Sequence() { destroy(); }
+Sequence::~Sequence() {
+  destroy();
+}
 
 void Sequence::destroy() {
   if (device_ == nullptr) return;
@@ -48,7 +50,8 @@ void Sequence::destroy() {
     VkFence f = fence_.get();
     vkWaitForFences(device_->handle(), 1, &f, VK_TRUE, UINT64_MAX);
   }
-  if (cmd_ != VK_NULL_HANDLE) vkFreeCommandBuffers(device_->handle(), device_->command_pool(), 1, &cmd_);
+  if (cmd_ != VK_NULL_HANDLE)
+    vkFreeCommandBuffers(device_->handle(), device_->command_pool(), 1, &cmd_);
   cmd_ = VK_NULL_HANDLE;
   pools_.clear();
   queries_.reset();
@@ -212,8 +215,8 @@ void Recorder::dispatch(const Kernel& kernel, const std::vector<Arg>& args, cons
   vkUpdateDescriptorSets(device_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
                          nullptr);
   vkCmdBindPipeline(seq_.cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline());
-  vkCmdBindDescriptorSets(seq_.cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.layout(), 0, 1, &set,
-                          0, nullptr);
+  vkCmdBindDescriptorSets(seq_.cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.layout(), 0, 1, &set, 0,
+                          nullptr);
   if (push_bytes)
     vkCmdPushConstants(seq_.cmd_, kernel.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes,
                        push);
@@ -277,8 +280,8 @@ std::string profile_table(const std::vector<KernelTiming>& timings) {
   std::string s = "kernel                          calls    total ms   share\n";
   char line[160];
   for (const auto& [name, v] : rows) {
-    std::snprintf(line, sizeof line, "%-30s %6d %11.3f %6.1f%%\n", name.c_str(), v.first,
-                  v.second, total > 0 ? 100.0 * v.second / total : 0.0);
+    std::snprintf(line, sizeof line, "%-30s %6d %11.3f %6.1f%%\n", name.c_str(), v.first, v.second,
+                  total > 0 ? 100.0 * v.second / total : 0.0);
     s += line;
   }
   return s;

@@ -26,9 +26,15 @@ struct Arg {
   BufferRef buffer;
   Access access;
 };
-inline Arg in(const BufferRef& b) { return {b, Access::read}; }
-inline Arg out(const BufferRef& b) { return {b, Access::write}; }
-inline Arg inout(const BufferRef& b) { return {b, Access::read_write}; }
+inline Arg in(const BufferRef& b) {
+  return {b, Access::read};
+}
+inline Arg out(const BufferRef& b) {
+  return {b, Access::write};
+}
+inline Arg inout(const BufferRef& b) {
+  return {b, Access::read_write};
+}
 
 struct RecorderOptions {
   bool derive_barriers = true;  // false only for tests that prove barriers are needed

@@ -7,14 +7,14 @@
 namespace vkf {
 
 struct StepScalars {
-  uint32_t step = 1;         // optimizer step, 1-based (learning-rate schedule, Adam bias terms)
-  uint32_t seed = 0;         // dropout seed
-  float grad_scale = 1.0f;   // gradients are multiplied by this before the update (1/tokens,
-                             // loss scaling, averaging across devices)
-  float lr_scale = 1.0f;     // multiplies the scheduled learning rate
-  uint32_t valid_tokens = 0; // target tokens in the batch (for the loss normalisation)
+  uint32_t step = 1;          // optimizer step, 1-based (learning-rate schedule, Adam bias terms)
+  uint32_t seed = 0;          // dropout seed
+  float grad_scale = 1.0f;    // gradients are multiplied by this before the update (1/tokens,
+                              // loss scaling, averaging across devices)
+  float lr_scale = 1.0f;      // multiplies the scheduled learning rate
+  uint32_t valid_tokens = 0;  // target tokens in the batch (for the loss normalisation)
   uint32_t pad0 = 0, pad1 = 0, pad2 = 0;
-  float user[8] = {};        // free slots for op-specific values
+  float user[8] = {};  // free slots for op-specific values
 };
 static_assert(sizeof(StepScalars) == 64);
 

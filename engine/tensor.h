@@ -12,7 +12,9 @@ namespace vkf {
 
 enum class DType { f32, f16, i32 };
 
-inline uint32_t dtype_bytes(DType t) { return t == DType::f16 ? 2 : 4; }
+inline uint32_t dtype_bytes(DType t) {
+  return t == DType::f16 ? 2 : 4;
+}
 inline const char* dtype_name(DType t) {
   return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "i32";
 }

@@ -22,7 +22,8 @@ void write_safetensors(const std::string& path, const std::map<std::string, std:
   for (const auto& t : tensors) {
     uint64_t n = 1;
     for (auto d : t.shape) n *= static_cast<uint64_t>(d);
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + n * 4}}};
+    header[t.name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + n * 4}}};
     offset += n * 4;
   }
   std::string text = header.dump();
@@ -107,8 +108,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       }
       if (e.end - e.begin != n * 4) throw bad("tensor " + key + ": size does not match its shape");
       if (e.end > data_bytes)
-        throw bad("tensor " + key + " ends at byte " + std::to_string(e.end) + " but the file has " +
-                  std::to_string(data_bytes) + " data bytes (truncated)");
+        throw bad("tensor " + key + " ends at byte " + std::to_string(e.end) +
+                  " but the file has " + std::to_string(data_bytes) + " data bytes (truncated)");
       tensors_[key] = std::move(e);
     } catch (const nlohmann::json::exception& ex) {
       throw bad("tensor " + key + ": " + ex.what());
@@ -140,10 +141,12 @@ void save_checkpoint(const std::string& path, const ModelConfig& config, const P
     throw Error("save_checkpoint: parameter buffer has " + std::to_string(flat.size()) +
                 " floats, the layout " + std::to_string(layout.total_floats()));
   std::vector<TensorRecord> records;
-  for (const auto& p : layout.params()) records.push_back({p.name, p.shape, flat.data() + p.offset});
-  write_safetensors(path, {{"config", config.to_json().dump()}, {"step", std::to_string(step)},
-                           {"format", "vkformer"}},
-                    records);
+  for (const auto& p : layout.params())
+    records.push_back({p.name, p.shape, flat.data() + p.offset});
+  write_safetensors(
+      path,
+      {{"config", config.to_json().dump()}, {"step", std::to_string(step)}, {"format", "vkformer"}},
+      records);
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
@@ -182,7 +185,8 @@ void require_compatible(const ModelConfig& want, const ModelConfig& got, const s
   if (!want.tokenizer_sha256.empty() && !got.tokenizer_sha256.empty() &&
       want.tokenizer_sha256 != got.tokenizer_sha256)
     throw Error(what + " was trained with another vocabulary (tokenizer checksum " +
-                got.tokenizer_sha256.substr(0, 12) + " vs " + want.tokenizer_sha256.substr(0, 12) + ")");
+                got.tokenizer_sha256.substr(0, 12) + " vs " + want.tokenizer_sha256.substr(0, 12) +
+                ")");
   a.erase("tokenizer_sha256");
   b.erase("tokenizer_sha256");
   for (auto& [k, v] : a.items())

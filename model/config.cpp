@@ -13,7 +13,8 @@ void ModelConfig::validate() const {
   need(heads > 0, "heads must be positive");
   need(d_k != 0 || d_model % heads == 0, "d_model must be divisible by heads (or set d_k/d_v)");
   need(head_dim_k() > 0 && head_dim_v() > 0, "d_k and d_v must be positive");
-  need(encoder_layers >= 1 && decoder_layers >= 1, "encoder_layers and decoder_layers must be >= 1");
+  need(encoder_layers >= 1 && decoder_layers >= 1,
+       "encoder_layers and decoder_layers must be >= 1");
   need(vocab_size > 4, "vocab_size must exceed the 4 special tokens");
   need(max_len > 1, "max_len must be > 1");
   need(dropout >= 0 && dropout < 1, "dropout must be in [0, 1)");

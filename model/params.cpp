@@ -76,7 +76,8 @@ uint64_t ParamLayout::parameter_count() const {
 }
 
 static bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::vector<float> init_parameters(const ParamLayout& layout, const ModelConfig& config,
@@ -90,7 +91,8 @@ std::vector<float> init_parameters(const ParamLayout& layout, const ModelConfig&
       std::normal_distribution<float> dist(0.0f, std::pow(float(config.d_model), -0.5f));
       for (int64_t i = 0; i < n; ++i) w[i] = dist(rng);
       if (p.name == "embed.weight")  // the padding row stays zero, as in fairseq
-        for (int64_t j = 0; j < config.d_model; ++j) w[int64_t{config.pad_id} * config.d_model + j] = 0;
+        for (int64_t j = 0; j < config.d_model; ++j)
+          w[int64_t{config.pad_id} * config.d_model + j] = 0;
     } else if (ends_with(p.name, "norm.weight")) {
       for (int64_t i = 0; i < n; ++i) w[i] = 1.0f;
     } else if (ends_with(p.name, ".weight")) {

@@ -30,8 +30,9 @@ struct TrainGraph::Buffers {
   BufferRef host(const std::string& name, uint64_t elements) {
     auto it = named.find(name);
     if (it == named.end())
-      it = named.emplace(name, dev.allocate(std::max<uint64_t>(elements, 1) * 4, name,
-                                            MemoryKind::host))
+      it = named
+               .emplace(name,
+                        dev.allocate(std::max<uint64_t>(elements, 1) * 4, name, MemoryKind::host))
                .first;
     return it->second.ref().slice(0, elements * 4);
   }
@@ -64,7 +65,8 @@ TrainGraph::TrainGraph(Device& dev, DeviceParams& params, const BucketShape& sha
   if (shape.batch == 0 || shape.src_len == 0 || shape.tgt_len == 0)
     throw Error("TrainGraph: empty bucket shape");
   if (int(shape.src_len) > config_.max_len || int(shape.tgt_len) > config_.max_len)
-    throw Error("TrainGraph: bucket length " + std::to_string(std::max(shape.src_len, shape.tgt_len)) +
+    throw Error("TrainGraph: bucket length " +
+                std::to_string(std::max(shape.src_len, shape.tgt_len)) +
                 " exceeds the model's max_len " + std::to_string(config_.max_len));
   Recorder rec(dev, {.profile = options.profile});
   record(rec);
@@ -191,9 +193,15 @@ ops::AttentionLayout heads_layout(uint32_t len, uint32_t heads, uint32_t dh) {
 
 void TrainGraph::record_forward(Recorder& rec) {
   const ModelConfig& c = config_;
-  const Dims D{shape_.batch,           shape_.src_len,          shape_.tgt_len,
-               uint32_t(c.d_model),    uint32_t(c.heads),       uint32_t(c.head_dim_k()),
-               uint32_t(c.head_dim_v()), uint32_t(c.d_ff),      uint32_t(c.vocab_size)};
+  const Dims D{shape_.batch,
+               shape_.src_len,
+               shape_.tgt_len,
+               uint32_t(c.d_model),
+               uint32_t(c.heads),
+               uint32_t(c.head_dim_k()),
+               uint32_t(c.head_dim_v()),
+               uint32_t(c.d_ff),
+               uint32_t(c.vocab_size)};
   Buffers& b = *buf_;
   const float drop = options_.dropout ? c.dropout : 0.0f;
   const float attn_drop = options_.dropout ? c.attention_dropout : 0.0f;
@@ -275,7 +283,8 @@ void TrainGraph::record_forward(Recorder& rec) {
     a.dropout_tensor = id;
     a.scalars = scalars_;
     ops::attention_forward(dev_, rec, a);
-    linear_forward(dev_, rec, linear_of(params_, prefix + ".o_proj", D.H * D.dv, D.d), o, s_out, nq);
+    linear_forward(dev_, rec, linear_of(params_, prefix + ".o_proj", D.H * D.dv, D.d), o, s_out,
+                   nq);
   };
 
   auto ffn = [&](const std::string& name, const std::string& prefix, const BufferRef& x,
@@ -292,7 +301,8 @@ void TrainGraph::record_forward(Recorder& rec) {
   for (int l = 0; l < c.encoder_layers; ++l) {
     const std::string n = "enc." + std::to_string(l), p = "encoder.layers." + std::to_string(l);
     BufferRef s1 = b.get(n + ".s1", uint64_t{Ns} * D.d), x1 = b.get(n + ".x1", uint64_t{Ns} * D.d);
-    mha(n + ".self", p + ".self_attn", x, x, D.Ls, D.Ls, src_len, false, s1, dropout_id(false, l, 0));
+    mha(n + ".self", p + ".self_attn", x, x, D.Ls, D.Ls, src_len, false, s1,
+        dropout_id(false, l, 0));
     add_norm(n + ".ln1", p + ".self_attn_norm", x, s1, x1, Ns, dropout_id(false, l, 1));
     BufferRef s2 = b.get(n + ".s2", uint64_t{Ns} * D.d), x2 = b.get(n + ".x2", uint64_t{Ns} * D.d);
     ffn(n + ".ffn", p + ".ffn", x1, s2, Ns);
@@ -355,9 +365,15 @@ void TrainGraph::record_loss(Recorder& rec, const BufferRef& logits, const Buffe
 
 void TrainGraph::record_backward(Recorder& rec) {
   const ModelConfig& c = config_;
-  const Dims D{shape_.batch,           shape_.src_len,          shape_.tgt_len,
-               uint32_t(c.d_model),    uint32_t(c.heads),       uint32_t(c.head_dim_k()),
-               uint32_t(c.head_dim_v()), uint32_t(c.d_ff),      uint32_t(c.vocab_size)};
+  const Dims D{shape_.batch,
+               shape_.src_len,
+               shape_.tgt_len,
+               uint32_t(c.d_model),
+               uint32_t(c.heads),
+               uint32_t(c.head_dim_k()),
+               uint32_t(c.head_dim_v()),
+               uint32_t(c.d_ff),
+               uint32_t(c.vocab_size)};
   Buffers& b = *buf_;
   const float drop = options_.dropout ? c.dropout : 0.0f;
   const float attn_drop = options_.dropout ? c.attention_dropout : 0.0f;
@@ -369,7 +385,8 @@ void TrainGraph::record_backward(Recorder& rec) {
   ops::fill(dev_, rec, ones, Nmax, 1.0f);
   // Activation-gradient temporaries, reused layer after layer (the recorder orders them).
   const uint64_t wide = uint64_t{Nmax} * std::max({D.d, D.H * D.dk, D.H * D.dv});
-  BufferRef g_out = b.get("grad.out", wide), g_a = b.get("grad.a", wide), g_b = b.get("grad.b", wide);
+  BufferRef g_out = b.get("grad.out", wide), g_a = b.get("grad.a", wide),
+            g_b = b.get("grad.b", wide);
   BufferRef g_ff = b.get("grad.ff", uint64_t{Nmax} * D.dff);
   BufferRef g_q = b.get("grad.q", uint64_t{Nmax} * D.H * D.dk);
   BufferRef g_k = b.get("grad.k", uint64_t{Nmax} * D.H * D.dk);
@@ -377,9 +394,11 @@ void TrainGraph::record_backward(Recorder& rec) {
   BufferRef g_o = b.get("grad.o", uint64_t{Nmax} * D.H * D.dv);
   BufferRef g_memory = b.get("grad.memory", uint64_t{Ns} * D.d);
   BufferRef delta = b.get("grad.delta", uint64_t{D.B} * D.H * std::max(D.Ls, D.Lt));
-  BufferRef ln_scratch = b.get("grad.ln_scratch",
-                               ops::layer_norm_backward_scratch_bytes(Nmax, D.d) / 4 + 1);
-  auto rows_d = [&](const BufferRef& r, uint32_t rows) { return r.slice(0, uint64_t{rows} * D.d * 4); };
+  BufferRef ln_scratch =
+      b.get("grad.ln_scratch", ops::layer_norm_backward_scratch_bytes(Nmax, D.d) / 4 + 1);
+  auto rows_d = [&](const BufferRef& r, uint32_t rows) {
+    return r.slice(0, uint64_t{rows} * D.d * 4);
+  };
 
   auto norm_backward = [&](const std::string& name, const std::string& norm, const BufferRef& dy,
                            const BufferRef& dx, const BufferRef& ds, uint32_t rows, uint32_t id) {
@@ -497,9 +516,11 @@ void TrainGraph::record_backward(Recorder& rec) {
   BufferRef ga = rows_d(g_a, Nt), gb = rows_d(g_b, Nt);
   for (int l = c.decoder_layers - 1; l >= 0; --l) {
     const std::string n = "dec." + std::to_string(l), p = "decoder.layers." + std::to_string(l);
-    const BufferRef y_in = l == 0 ? b.get("dec.embed", uint64_t{Nt} * D.d)
-                                  : b.get("dec." + std::to_string(l - 1) + ".y3", uint64_t{Nt} * D.d);
-    const BufferRef y1 = b.get(n + ".y1", uint64_t{Nt} * D.d), y2 = b.get(n + ".y2", uint64_t{Nt} * D.d);
+    const BufferRef y_in = l == 0
+                               ? b.get("dec.embed", uint64_t{Nt} * D.d)
+                               : b.get("dec." + std::to_string(l - 1) + ".y3", uint64_t{Nt} * D.d);
+    const BufferRef y1 = b.get(n + ".y1", uint64_t{Nt} * D.d),
+                    y2 = b.get(n + ".y2", uint64_t{Nt} * D.d);
     norm_backward(n + ".ln3", p + ".ffn_norm", gy, ga, gb, Nt, dropout_id(true, l, 4));
     ffn_backward(n + ".ffn", p + ".ffn", y2, gb, ga, Nt);  // ga: gradient of y2
     norm_backward(n + ".ln2", p + ".cross_attn_norm", ga, gy, gb, Nt, dropout_id(true, l, 3));
@@ -523,8 +544,9 @@ void TrainGraph::record_backward(Recorder& rec) {
   ops::copy(dev_, rec, cp);
   for (int l = c.encoder_layers - 1; l >= 0; --l) {
     const std::string n = "enc." + std::to_string(l), p = "encoder.layers." + std::to_string(l);
-    const BufferRef x_in = l == 0 ? b.get("enc.embed", uint64_t{Ns} * D.d)
-                                  : b.get("enc." + std::to_string(l - 1) + ".x2", uint64_t{Ns} * D.d);
+    const BufferRef x_in = l == 0
+                               ? b.get("enc.embed", uint64_t{Ns} * D.d)
+                               : b.get("enc." + std::to_string(l - 1) + ".x2", uint64_t{Ns} * D.d);
     const BufferRef x1 = b.get(n + ".x1", uint64_t{Ns} * D.d);
     norm_backward(n + ".ln2", p + ".ffn_norm", gx, ga, gb, Ns, dropout_id(false, l, 2));
     ffn_backward(n + ".ffn", p + ".ffn", x1, gb, ga, Ns);  // ga: gradient of x1
@@ -544,9 +566,11 @@ void TrainGraph::embedding_backward_into(Recorder& rec, const BufferRef& tokens,
   e.dout = dout;
   e.dtable = params_.grad("embed.weight");
   if (c.learned_positions) e.dpos_table = params_.grad("pos_embed.weight");
-  e.scratch = buf_->get("grad.embed_scratch." + std::to_string(len),
-                        ops::embedding_backward_scratch_bytes(uint32_t(c.vocab_size),
-                                                              uint32_t(c.max_len), count) / 4 + 1);
+  e.scratch = buf_->get(
+      "grad.embed_scratch." + std::to_string(len),
+      ops::embedding_backward_scratch_bytes(uint32_t(c.vocab_size), uint32_t(c.max_len), count) /
+              4 +
+          1);
   e.step = scalars_;
   e.tokens_count = count;
   e.d = uint32_t(c.d_model);

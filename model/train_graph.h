@@ -39,9 +39,9 @@ struct BatchTokens {
 };
 
 struct StepResult {
-  double loss_sum = 0;  // label-smoothed, over non-pad targets
-  double nll_sum = 0;   // plain negative log-likelihood
-  uint64_t tokens = 0;  // non-pad targets
+  double loss_sum = 0;              // label-smoothed, over non-pad targets
+  double nll_sum = 0;               // plain negative log-likelihood
+  uint64_t tokens = 0;              // non-pad targets
   std::vector<double> row_logprob;  // per sentence: summed log p(target) (scoring)
 };
 

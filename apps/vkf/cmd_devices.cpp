@@ -30,9 +30,10 @@ int self_check(const std::string& selector) {
   rec.finish().run();
   auto got = dev->download<float>(by, n);
   double worst = 0;
-  for (uint32_t i = 0; i < n; ++i) worst = std::max(worst, double(std::fabs(got[i] - (0.5f * x[i] + y[i]))));
-  std::printf("self-check on %s: axpy over %u elements, max error %.3g: %s\n",
-              dev->label().c_str(), n, worst, worst < 1e-6 ? "ok" : "FAILED");
+  for (uint32_t i = 0; i < n; ++i)
+    worst = std::max(worst, double(std::fabs(got[i] - (0.5f * x[i] + y[i]))));
+  std::printf("self-check on %s: axpy over %u elements, max error %.3g: %s\n", dev->label().c_str(),
+              n, worst, worst < 1e-6 ? "ok" : "FAILED");
   return worst < 1e-6 ? 0 : 1;
 }
 

@@ -1,7 +1,6 @@
 #pragma once
 // Subcommands register themselves here (one cmd_<name>.cpp each), so main.cpp is wiring only.
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <string>
 #include <vector>

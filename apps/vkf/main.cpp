@@ -1,7 +1,6 @@
 // vkf: one command line with subcommands. Each subcommand lives in cmd_<name>.cpp; this file
 // only wires them up and turns errors into one line and a non-zero exit.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
 #include <map>

@@ -27,7 +27,8 @@ VKF_TEST_CASE("device selection by index, vendor, type and name", "[engine][devi
   const DeviceInfo& best = select_device(infos, "");
   // No device ranks above the one chosen by default.
   for (const auto& d : infos)
-    if (best.type == VK_PHYSICAL_DEVICE_TYPE_CPU) CHECK(d.type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
+    if (best.type == VK_PHYSICAL_DEVICE_TYPE_CPU)
+      CHECK(d.type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
   CHECK(select_device(infos, "0").index == 0);
   CHECK(select_device(infos, infos[0].vendor_name()).vendor == infos[0].vendor);
   CHECK(select_device(infos, infos[0].type_name()).type == infos[0].type);

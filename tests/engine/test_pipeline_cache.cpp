@@ -9,7 +9,8 @@ namespace fs = std::filesystem;
 
 namespace {
 fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("vkf-test-" + name + "-" + std::to_string(::getpid()));
+  fs::path dir =
+      fs::temp_directory_path() / ("vkf-test-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   return dir;
 }

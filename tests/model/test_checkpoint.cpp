@@ -34,13 +34,15 @@ TEST_CASE("parameter layout follows the design's names and shapes", "[model][par
   for (const auto& p : layout.params()) CHECK(p.offset % 64 == 0);
   // 2 encoder layers: 4 attention (4*64*64+4*64) + 2 norms + ffn; decoder adds cross attention.
   uint64_t attn = 4 * 64 * 64 + 4 * 64, norm = 128, ffn = 2 * 64 * 256 + 256 + 64;
-  CHECK(layout.parameter_count() == 50 * 64 + 2 * (attn + 2 * norm + ffn) + 2 * (2 * attn + 3 * norm + ffn));
+  CHECK(layout.parameter_count() ==
+        50 * 64 + 2 * (attn + 2 * norm + ffn) + 2 * (2 * attn + 3 * norm + ffn));
 }
 
 TEST_CASE("initialisation is deterministic and follows the reference scheme", "[model][params]") {
   ModelConfig c = tiny_config();
   ParamLayout layout(c);
-  auto a = init_parameters(layout, c, 7), b = init_parameters(layout, c, 7), d = init_parameters(layout, c, 8);
+  auto a = init_parameters(layout, c, 7), b = init_parameters(layout, c, 7),
+       d = init_parameters(layout, c, 8);
   CHECK(a == b);
   CHECK(a != d);
   const auto& w = layout.at("encoder.layers.0.ffn.fc1.weight");
@@ -97,6 +99,7 @@ TEST_CASE("bad checkpoints are refused with a clear error", "[model][checkpoint]
   REQUIRE_THROWS_WITH(require_compatible(other_vocab, c, "checkpoint"),
                       Catch::Contains("another vocabulary"));
   REQUIRE_NOTHROW(require_compatible(c, c, "checkpoint"));
-  REQUIRE_THROWS_WITH(resolve_checkpoint((dir / "nope").string()), Catch::Contains("does not exist"));
+  REQUIRE_THROWS_WITH(resolve_checkpoint((dir / "nope").string()),
+                      Catch::Contains("does not exist"));
   fs::remove_all(dir);
 }

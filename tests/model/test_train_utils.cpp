@@ -34,7 +34,8 @@ TEST_CASE("progress lines and durations read well", "[model][progress]") {
 }
 
 TEST_CASE("the JSONL log appends one record a line", "[model][progress]") {
-  auto path = std::filesystem::temp_directory_path() / ("vkf-log-" + std::to_string(::getpid()) + ".jsonl");
+  auto path =
+      std::filesystem::temp_directory_path() / ("vkf-log-" + std::to_string(::getpid()) + ".jsonl");
   std::filesystem::remove(path);
   {
     JsonlLog log(path.string());

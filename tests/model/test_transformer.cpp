@@ -71,7 +71,8 @@ Buffer make_scalars(Device& dev, uint32_t step, float grad_scale) {
 
 }  // namespace
 
-VKF_TEST_CASE("the model's forward loss matches the double-precision reference", "[model][transformer]") {
+VKF_TEST_CASE("the model's forward loss matches the double-precision reference",
+              "[model][transformer]") {
   Device& dev = test::device();
   ModelConfig c = small_config();
   DeviceParams params(dev, c);
@@ -88,7 +89,8 @@ VKF_TEST_CASE("the model's forward loss matches the double-precision reference",
   CHECK(r.tokens == uint64_t(want.tokens));
   CHECK(r.loss_sum == Approx(want.loss).epsilon(1e-4));
   CHECK(r.nll_sum == Approx(want.nll).epsilon(1e-4));
-  for (uint32_t i = 0; i < shape.batch; ++i) CHECK(r.row_logprob[i] == Approx(want.row_logprob[i]).epsilon(1e-4));
+  for (uint32_t i = 0; i < shape.batch; ++i)
+    CHECK(r.row_logprob[i] == Approx(want.row_logprob[i]).epsilon(1e-4));
 }
 
 VKF_TEST_CASE("the model's gradients match finite differences of the reference",
@@ -127,7 +129,8 @@ VKF_TEST_CASE("the model's gradients match finite differences of the reference",
     for (int s = 0; s < 3; ++s) {
       uint64_t i = info.offset + uint64_t(pick(rng));
       double fd = (loss_at(i, h) - loss_at(i, -h)) / (2 * h);
-      INFO(info.name << " element " << i - info.offset << ": device " << grads[i] << ", finite difference " << fd);
+      INFO(info.name << " element " << i - info.offset << ": device " << grads[i]
+                     << ", finite difference " << fd);
       CHECK(std::fabs(grads[i] - fd) <= 2e-3 + 2e-2 * std::fabs(fd));
       ++checked;
     }
@@ -135,7 +138,8 @@ VKF_TEST_CASE("the model's gradients match finite differences of the reference",
   CHECK(checked == 3 * int(params.layout().params().size()));
 }
 
-VKF_TEST_CASE("training on a copy task drives the loss to near zero", "[model][transformer][train]") {
+VKF_TEST_CASE("training on a copy task drives the loss to near zero",
+              "[model][transformer][train]") {
   Device& dev = test::device();
   ModelConfig c = small_config();
   c.label_smoothing = 0.0f;

@@ -45,7 +45,8 @@ Mat add_norm(const Ctx& ctx, const Mat& x, const Mat& s, int n, int d, const std
     var /= d;
     double rstd = 1.0 / std::sqrt(var + ctx.c.layer_norm_eps);
     for (int j = 0; j < d; ++j)
-      y[size_t(i) * d + j] = (x[size_t(i) * d + j] + s[size_t(i) * d + j] - mean) * rstd * g[j] + b[j];
+      y[size_t(i) * d + j] =
+          (x[size_t(i) * d + j] + s[size_t(i) * d + j] - mean) * rstd * g[j] + b[j];
   }
   return y;
 }
@@ -74,7 +75,8 @@ Mat attention(const Ctx& ctx, const Mat& xq, const Mat& xkv, int B, int Lq, int 
           }
           double dot = 0;
           for (int e = 0; e < dk; ++e)
-            dot += q[(size_t(b) * Lq + i) * H * dk + h * dk + e] * k[(size_t(b) * Lk + j) * H * dk + h * dk + e];
+            dot += q[(size_t(b) * Lq + i) * H * dk + h * dk + e] *
+                   k[(size_t(b) * Lk + j) * H * dk + h * dk + e];
           s[j] = dot * scale;
           mx = std::max(mx, s[j]);
         }
@@ -85,7 +87,8 @@ Mat attention(const Ctx& ctx, const Mat& xq, const Mat& xkv, int B, int Lq, int 
           if (s[j] == -INFINITY) continue;
           double pj = std::exp(s[j] - mx) / z;
           for (int e = 0; e < dv; ++e)
-            o[(size_t(b) * Lq + i) * H * dv + h * dv + e] += pj * v[(size_t(b) * Lk + j) * H * dv + h * dv + e];
+            o[(size_t(b) * Lq + i) * H * dv + h * dv + e] +=
+                pj * v[(size_t(b) * Lk + j) * H * dv + h * dv + e];
         }
       }
   return linear(ctx, o, B * Lq, H * dv, d, prefix + ".o_proj");
@@ -130,17 +133,17 @@ TransformerOutput transformer_forward(const model::ModelConfig& c, const model::
   Mat x = embed(ctx, batch.src, B, Ls);
   for (int l = 0; l < c.encoder_layers; ++l) {
     std::string p = "encoder.layers." + std::to_string(l);
-    x = add_norm(ctx, x, attention(ctx, x, x, B, Ls, Ls, batch.src, false, p + ".self_attn"), B * Ls, d,
-                 p + ".self_attn_norm");
+    x = add_norm(ctx, x, attention(ctx, x, x, B, Ls, Ls, batch.src, false, p + ".self_attn"),
+                 B * Ls, d, p + ".self_attn_norm");
     x = add_norm(ctx, x, ffn(ctx, x, B * Ls, p + ".ffn"), B * Ls, d, p + ".ffn_norm");
   }
   Mat y = embed(ctx, batch.tgt_in, B, Lt);
   for (int l = 0; l < c.decoder_layers; ++l) {
     std::string p = "decoder.layers." + std::to_string(l);
-    y = add_norm(ctx, y, attention(ctx, y, y, B, Lt, Lt, batch.tgt_in, true, p + ".self_attn"), B * Lt, d,
-                 p + ".self_attn_norm");
-    y = add_norm(ctx, y, attention(ctx, y, x, B, Lt, Ls, batch.src, false, p + ".cross_attn"), B * Lt, d,
-                 p + ".cross_attn_norm");
+    y = add_norm(ctx, y, attention(ctx, y, y, B, Lt, Lt, batch.tgt_in, true, p + ".self_attn"),
+                 B * Lt, d, p + ".self_attn_norm");
+    y = add_norm(ctx, y, attention(ctx, y, x, B, Lt, Ls, batch.src, false, p + ".cross_attn"),
+                 B * Lt, d, p + ".cross_attn_norm");
     y = add_norm(ctx, y, ffn(ctx, y, B * Lt, p + ".ffn"), B * Lt, d, p + ".ffn_norm");
   }
   TransformerOutput out;

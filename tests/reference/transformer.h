@@ -18,10 +18,10 @@ struct TransformerBatch {
 };
 
 struct TransformerOutput {
-  std::vector<double> logits;     // [batch * tgt_len, vocab]
-  double loss = 0;                // label-smoothed cross-entropy summed over non-pad targets
-  double nll = 0;                 // plain negative log-likelihood, summed
-  int64_t tokens = 0;             // non-pad targets
+  std::vector<double> logits;       // [batch * tgt_len, vocab]
+  double loss = 0;                  // label-smoothed cross-entropy summed over non-pad targets
+  double nll = 0;                   // plain negative log-likelihood, summed
+  int64_t tokens = 0;               // non-pad targets
   std::vector<double> row_logprob;  // [batch]: summed log p(target) per sentence (vkf score)
 };
 

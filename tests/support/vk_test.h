@@ -3,7 +3,6 @@
 // process, and VKF_TEST_CASE, a TEST_CASE that fails on any validation warning or error raised
 // while it ran.
 #include <catch2/catch.hpp>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,8 +25,8 @@ void require_no_validation_messages();
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 
 // Max of |got - want| / (atol + rtol * |want|); <= 1 means within tolerance.
-double tolerance_ratio(const std::vector<float>& got, const std::vector<double>& want,
-                       double atol, double rtol);
+double tolerance_ratio(const std::vector<float>& got, const std::vector<double>& want, double atol,
+                       double rtol);
 
 // A value no kernel produces: outputs are filled with it before a run so an unwritten element
 // shows up.
@@ -37,12 +36,12 @@ constexpr float k_poison = -7.77e33f;
 
 #define VKF_CAT_(a, b) a##b
 #define VKF_CAT(a, b) VKF_CAT_(a, b)
-#define VKF_TEST_CASE_IMPL(fn, name, tags)                 \
-  static void fn();                                        \
-  TEST_CASE(name, tags) {                                  \
-    ::vkf::test::require_no_validation_messages();         \
-    fn();                                                  \
-    ::vkf::test::require_no_validation_messages();         \
-  }                                                        \
+#define VKF_TEST_CASE_IMPL(fn, name, tags)         \
+  static void fn();                                \
+  TEST_CASE(name, tags) {                          \
+    ::vkf::test::require_no_validation_messages(); \
+    fn();                                          \
+    ::vkf::test::require_no_validation_messages(); \
+  }                                                \
   static void fn()
 #define VKF_TEST_CASE(name, tags) VKF_TEST_CASE_IMPL(VKF_CAT(vkf_test_body_, __LINE__), name, tags)
