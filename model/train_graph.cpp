@@ -16,27 +16,35 @@
 
 namespace vkf::model {
 
-// Activations by name, allocated on first use. Forward writes them, backward reads them.
-struct TrainGraph::Buffers {
-  Device& dev;
-  std::map<std::string, Buffer> named;
-  explicit Buffers(Device& d) : dev(d) {}
+BufferRef ActivationPool::get(const std::string& name, uint64_t elements, MemoryKind kind) {
+  const uint64_t bytes = std::max<uint64_t>(elements, 1) * 4;
+  auto it = live_.find(name);
+  if (it != live_.end() && it->second.size() < bytes) {
+    retired_.push_back(std::move(it->second));
+    live_.erase(it);
+    it = live_.end();
+  }
+  if (it == live_.end()) {
+    it = live_.emplace(name, dev_.allocate(bytes, name, kind)).first;
+    bytes_ += bytes;
+  }
+  return it->second.ref().slice(0, elements * 4);
+}
+
+namespace {
+
+// The graph's view of its pool: device activations and host-visible inputs/outputs by name.
+struct PoolView {
+  ActivationPool& pool;
   BufferRef get(const std::string& name, uint64_t elements) {
-    auto it = named.find(name);
-    if (it == named.end())
-      it = named.emplace(name, dev.allocate(std::max<uint64_t>(elements, 1) * 4, name)).first;
-    return it->second.ref().slice(0, elements * 4);
+    return pool.get(name, elements, MemoryKind::device);
   }
   BufferRef host(const std::string& name, uint64_t elements) {
-    auto it = named.find(name);
-    if (it == named.end())
-      it = named
-               .emplace(name,
-                        dev.allocate(std::max<uint64_t>(elements, 1) * 4, name, MemoryKind::host))
-               .first;
-    return it->second.ref().slice(0, elements * 4);
+    return pool.get(name, elements, MemoryKind::host);
   }
 };
+
+}  // namespace
 
 namespace {
 
@@ -61,7 +69,7 @@ TrainGraph::TrainGraph(Device& dev, DeviceParams& params, const BucketShape& sha
       shape_(shape),
       scalars_(step_scalars),
       options_(options),
-      buf_(std::make_unique<Buffers>(dev)) {
+      pool_(options.pool ? options.pool : std::make_shared<ActivationPool>(dev)) {
   if (shape.batch == 0 || shape.src_len == 0 || shape.tgt_len == 0)
     throw Error("TrainGraph: empty bucket shape");
   if (int(shape.src_len) > config_.max_len || int(shape.tgt_len) > config_.max_len)
@@ -84,7 +92,7 @@ void TrainGraph::set_batch(const BatchTokens& b) {
                 std::to_string(shape_.batch) + " x " + std::to_string(shape_.src_len) + "/" +
                 std::to_string(shape_.tgt_len) + "]");
   auto put = [&](const char* name, const std::vector<int32_t>& v) {
-    std::memcpy(buf_->host(name, v.size()).mapped, v.data(), v.size() * 4);
+    std::memcpy(PoolView{*pool_}.host(name, v.size()).mapped, v.data(), v.size() * 4);
   };
   put("in.src", b.src);
   put("in.tgt_in", b.tgt_in);
@@ -98,9 +106,10 @@ StepResult TrainGraph::run() {
   StepResult r;
   const uint32_t B = shape_.batch, Lt = shape_.tgt_len;
   std::vector<float> loss(uint64_t{B} * Lt), logp(uint64_t{B} * Lt);
-  std::memcpy(loss.data(), buf_->host("out.loss", loss.size()).mapped, loss.size() * 4);
-  std::memcpy(logp.data(), buf_->host("out.logp", logp.size()).mapped, logp.size() * 4);
-  const auto* tgt = reinterpret_cast<const int32_t*>(buf_->host("in.tgt_out", loss.size()).mapped);
+  std::memcpy(loss.data(), PoolView{*pool_}.host("out.loss", loss.size()).mapped, loss.size() * 4);
+  std::memcpy(logp.data(), PoolView{*pool_}.host("out.logp", logp.size()).mapped, logp.size() * 4);
+  const auto* tgt =
+      reinterpret_cast<const int32_t*>(PoolView{*pool_}.host("in.tgt_out", loss.size()).mapped);
   r.row_logprob.assign(B, 0.0);
   for (uint64_t i = 0; i < loss.size(); ++i) {
     if (tgt[i] == config_.pad_id) continue;
@@ -202,7 +211,7 @@ void TrainGraph::record_forward(Recorder& rec) {
                uint32_t(c.head_dim_v()),
                uint32_t(c.d_ff),
                uint32_t(c.vocab_size)};
-  Buffers& b = *buf_;
+  PoolView b{*pool_};
   const float drop = options_.dropout ? c.dropout : 0.0f;
   const float attn_drop = options_.dropout ? c.attention_dropout : 0.0f;
   const BufferRef src = b.host("in.src", D.Ns()), tgt_in = b.host("in.tgt_in", D.Nt()),
@@ -350,8 +359,8 @@ void TrainGraph::record_loss(Recorder& rec, const BufferRef& logits, const Buffe
   a.logits = logits;
   a.targets = targets;
   a.step = scalars_;
-  a.row_loss = buf_->host("out.loss", rows);
-  a.row_logp = buf_->host("out.logp", rows);
+  a.row_loss = PoolView{*pool_}.host("out.loss", rows);
+  a.row_logp = PoolView{*pool_}.host("out.logp", rows);
   if (options_.backward) a.dlogits = logits;  // in place: the logits are not needed again
   a.rows = rows;
   a.vocab = uint32_t(config_.vocab_size);
@@ -374,7 +383,7 @@ void TrainGraph::record_backward(Recorder& rec) {
                uint32_t(c.head_dim_v()),
                uint32_t(c.d_ff),
                uint32_t(c.vocab_size)};
-  Buffers& b = *buf_;
+  PoolView b{*pool_};
   const float drop = options_.dropout ? c.dropout : 0.0f;
   const float attn_drop = options_.dropout ? c.attention_dropout : 0.0f;
   const uint32_t Ns = D.Ns(), Nt = D.Nt(), Nmax = std::max(Ns, Nt);
@@ -566,7 +575,7 @@ void TrainGraph::embedding_backward_into(Recorder& rec, const BufferRef& tokens,
   e.dout = dout;
   e.dtable = params_.grad("embed.weight");
   if (c.learned_positions) e.dpos_table = params_.grad("pos_embed.weight");
-  e.scratch = buf_->get(
+  e.scratch = PoolView{*pool_}.get(
       "grad.embed_scratch." + std::to_string(len),
       ops::embedding_backward_scratch_bytes(uint32_t(c.vocab_size), uint32_t(c.max_len), count) /
               4 +

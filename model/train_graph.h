@@ -5,7 +5,9 @@
 // one optimizer step). Recorded once, replayed for every batch of that shape; the host writes
 // only the token ids and the per-step scalars.
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -23,10 +25,30 @@ struct BucketShape {
   }
 };
 
+// Activations and input/output buffers by name, shared by the graphs of every bucket shape: the
+// graphs run one at a time, so one set of buffers (as large as the largest shape needs) serves
+// them all instead of one set per shape. A buffer that must grow is replaced; the old one is kept
+// alive for the graphs already recorded against it. Record the largest shapes first to avoid
+// that.
+class ActivationPool {
+ public:
+  explicit ActivationPool(Device& dev) : dev_(dev) {}
+  BufferRef get(const std::string& name, uint64_t elements, MemoryKind kind);
+  uint64_t bytes() const { return bytes_; }  // device + host bytes held, retired buffers included
+
+ private:
+  Device& dev_;
+  std::map<std::string, Buffer> live_;
+  std::vector<Buffer> retired_;
+  uint64_t bytes_ = 0;
+};
+
 struct GraphOptions {
   bool backward = true;  // false: forward and loss only (validation, scoring)
   bool dropout = true;   // false: dropout off (validation, scoring, gradient checks)
   bool profile = false;
+  // Shared buffers; null: the graph owns its own.
+  std::shared_ptr<ActivationPool> pool;
 };
 
 // Token ids of one padded batch, row-major, pad at the end of each row.
@@ -59,7 +81,6 @@ class TrainGraph {
   Sequence& sequence() { return *seq_; }
 
  private:
-  struct Buffers;
   void record(Recorder& rec);
   void record_forward(Recorder& rec);
   void record_backward(Recorder& rec);
@@ -73,7 +94,7 @@ class TrainGraph {
   BucketShape shape_;
   BufferRef scalars_;
   GraphOptions options_;
-  std::unique_ptr<Buffers> buf_;
+  std::shared_ptr<ActivationPool> pool_;
   std::unique_ptr<Sequence> seq_;
 };
 
