@@ -31,6 +31,22 @@ std::vector<float> DeviceParams::download() const {
   return dev_.download<float>(params_, layout_.total_floats());
 }
 
+void DeviceParams::upload_moments(const std::vector<float>& m, const std::vector<float>& v) {
+  if (m.size() != layout_.total_floats() || v.size() != layout_.total_floats())
+    throw Error("Adam state upload: " + std::to_string(m.size()) + "/" + std::to_string(v.size()) +
+                " floats for a layout of " + std::to_string(layout_.total_floats()));
+  dev_.upload(m_, m);
+  dev_.upload(v_, v);
+}
+
+std::vector<float> DeviceParams::download_m() const {
+  return dev_.download<float>(m_, layout_.total_floats());
+}
+
+std::vector<float> DeviceParams::download_v() const {
+  return dev_.download<float>(v_, layout_.total_floats());
+}
+
 void DeviceParams::zero_state() {
   Recorder rec(dev_);
   rec.fill(grads_, 0);

@@ -25,6 +25,10 @@ class DeviceParams {
 
   void upload(const std::vector<float>& flat);
   std::vector<float> download() const;
+  // Adam's first and second moments, for the optimizer-state file that makes a run resumable.
+  void upload_moments(const std::vector<float>& m, const std::vector<float>& v);
+  std::vector<float> download_m() const;
+  std::vector<float> download_v() const;
   void zero_state();  // gradients and Adam moments
 
  private:

@@ -1,0 +1,198 @@
+// vkf train: trains a Transformer on a parallel corpus (model/train/trainer.h does the work).
+// Model knobs come from --preset, then --config FILE, then the individual flags.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "apps/vkf/app_options.h"
+#include "apps/vkf/command.h"
+#include "engine/error.h"
+#include "model/data/tokenizer.h"
+#include "model/train/trainer.h"
+
+namespace vkf::app {
+namespace {
+
+struct TrainArgs {
+  std::string preset = "base";
+  std::string config_file;
+  std::vector<std::string> train_sets, valid_sets;
+  int vocab_size = model::k_default_vocab_size;
+  std::string max_time;
+  std::string device;
+  std::string schedule = "noam";
+  bool quiet = false;
+  // Individual model knobs (override preset and config file when given).
+  std::optional<int> d_model, d_ff, heads, d_k, d_v, layers, encoder_layers, decoder_layers,
+      max_positions;
+  std::optional<float> dropout, attention_dropout, label_smoothing;
+  bool learned_positions = false;
+  model::TrainerOptions trainer;
+};
+
+model::ModelConfig build_config(const TrainArgs& a) {
+  nlohmann::json j = model::ModelConfig::preset(a.preset).to_json();
+  // Per-head sizes follow d_model / heads unless a file or flag sets them.
+  j.erase("d_k");
+  j.erase("d_v");
+  if (!a.config_file.empty()) {
+    std::ifstream in(a.config_file);
+    if (!in) throw Error("cannot open config file " + a.config_file);
+    nlohmann::json file;
+    try {
+      file = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(a.config_file + " is not JSON: " + e.what());
+    }
+    if (!file.is_object()) throw Error(a.config_file + ": expected a JSON object of model keys");
+    for (auto& [key, value] : file.items()) {
+      if (!j.contains(key) && key != "d_k" && key != "d_v")
+        throw Error(a.config_file + ": unknown key '" + key +
+                    "' (keys: d_model, d_ff, heads, d_k, d_v, encoder_layers, decoder_layers, "
+                    "max_len, dropout, attention_dropout, label_smoothing, layer_norm_eps, "
+                    "learned_positions)");
+      j[key] = value;
+    }
+  }
+  model::ModelConfig c = model::ModelConfig::from_json(j);
+  if (a.d_model) c.d_model = *a.d_model;
+  if (a.d_ff) c.d_ff = *a.d_ff;
+  if (a.heads) c.heads = *a.heads;
+  if (a.d_k) c.d_k = *a.d_k;
+  if (a.d_v) c.d_v = *a.d_v;
+  if (a.layers) c.encoder_layers = c.decoder_layers = *a.layers;
+  if (a.encoder_layers) c.encoder_layers = *a.encoder_layers;
+  if (a.decoder_layers) c.decoder_layers = *a.decoder_layers;
+  if (a.max_positions) c.max_len = *a.max_positions;
+  if (a.dropout) c.dropout = *a.dropout;
+  if (a.attention_dropout) c.attention_dropout = *a.attention_dropout;
+  if (a.label_smoothing) c.label_smoothing = *a.label_smoothing;
+  if (a.learned_positions) c.learned_positions = true;
+  return c;
+}
+
+model::CorpusFiles corpus_of(const std::vector<std::string>& files, const char* flag) {
+  if (files.size() == 1) return model::CorpusFiles::tsv(files[0]);
+  if (files.size() == 2) return model::CorpusFiles::two_files(files[0], files[1]);
+  throw Error(std::string(flag) + " takes SRC TGT (two files) or one TSV file");
+}
+
+int run_train(TrainArgs& a) {
+  model::TrainerOptions& o = a.trainer;
+  o.config = build_config(a);
+  o.train = corpus_of(a.train_sets, "--train-sets");
+  if (!a.valid_sets.empty()) o.valid = corpus_of(a.valid_sets, "--valid-sets");
+  if (!a.max_time.empty()) o.max_seconds = parse_duration(a.max_time);
+  if (a.schedule == "noam")
+    o.adam.schedule = ops::LrSchedule::noam;
+  else if (a.schedule == "constant")
+    o.adam.schedule = ops::LrSchedule::constant;
+  else
+    throw Error("--lr-schedule must be noam or constant");
+  if (o.max_sequence_len > o.config.max_len) o.config.max_len = o.max_sequence_len;
+  if (a.quiet) o.progress = nullptr;
+  o.validate();
+
+  if (!std::filesystem::exists(o.vocab)) {
+    if (o.train.is_tsv())
+      throw Error("--vocab " + o.vocab +
+                  " does not exist; train one first with `vkf vocab` (a TSV corpus cannot be "
+                  "used directly)");
+    if (auto dir = std::filesystem::path(o.vocab).parent_path(); !dir.empty())
+      std::filesystem::create_directories(dir);
+    model::TokenizerTrainOptions t;
+    t.inputs = {o.train.source, o.train.target};
+    t.output_path = o.vocab;
+    t.vocab_size = a.vocab_size;
+    t.seed = uint32_t(o.seed);
+    std::fprintf(stderr, "training a %d-piece vocabulary into %s\n", a.vocab_size, o.vocab.c_str());
+    model::Tokenizer::train(t);
+  }
+
+  auto dev = open_device(a.device);
+  o.stop_requested = &install_stop_handler();
+  model::TrainSummary s = model::train(*dev, o);
+  if (s.interrupted)
+    std::fprintf(stderr, "stopped by signal at step %llu; resume with --resume\n",
+                 static_cast<unsigned long long>(s.steps));
+  if (!a.quiet && s.first_valid && s.last_valid)
+    std::fprintf(stderr, "valid loss %.4f -> %.4f (ppl %.2f -> %.2f)\n",
+                 s.first_valid->loss_per_token, s.last_valid->loss_per_token,
+                 s.first_valid->perplexity(), s.last_valid->perplexity());
+  return 0;
+}
+
+RegisterCommand reg("train", "Train a Transformer on a parallel corpus", [](CLI::App& sub) {
+  auto a = std::make_shared<TrainArgs>();
+  model::TrainerOptions& o = a->trainer;
+  sub.add_option("--preset", a->preset, "tiny, small, base or big")->capture_default_str();
+  sub.add_option("--config", a->config_file, "JSON file of model keys (over the preset)")
+      ->check(CLI::ExistingFile);
+  sub.add_option("--train-sets", a->train_sets, "SRC TGT files, or one TSV file")->required();
+  sub.add_option("--valid-sets", a->valid_sets, "SRC TGT files, or one TSV file");
+  sub.add_option("--vocab", o.vocab, "SentencePiece model (trained on the train sets if missing)")
+      ->required();
+  sub.add_option("--vocab-size", a->vocab_size, "Pieces when the vocabulary is trained here")
+      ->capture_default_str();
+  sub.add_option("--out", o.out_dir, "Directory for checkpoints and train.jsonl")->required();
+  sub.add_option("--max-steps", o.max_steps, "Stop after this many optimizer steps");
+  sub.add_option("--max-epochs", o.max_epochs, "Stop after this many epochs");
+  sub.add_option("--max-time", a->max_time, "Stop after this long (90s, 15m, 2h, 1h30m)");
+  sub.add_option("--seed", o.seed, "Initialisation, shuffling and dropout")->capture_default_str();
+  sub.add_option("--device", a->device, "Device: index, vendor, type or name part");
+  sub.add_flag("--resume", o.resume, "Continue the run in --out from its latest checkpoint");
+
+  auto* model = sub.add_option_group("model", "Model (Table 3 of the paper)");
+  model->add_option("--d-model", a->d_model, "Model width");
+  model->add_option("--d-ff", a->d_ff, "Feed-forward inner width");
+  model->add_option("--heads", a->heads, "Attention heads");
+  model->add_option("--d-k", a->d_k, "Per-head key/query size (default d_model/heads)");
+  model->add_option("--d-v", a->d_v, "Per-head value size (default d_model/heads)");
+  model->add_option("--layers", a->layers, "Encoder and decoder layers");
+  model->add_option("--encoder-layers", a->encoder_layers, "Encoder layers");
+  model->add_option("--decoder-layers", a->decoder_layers, "Decoder layers");
+  model->add_option("--dropout", a->dropout, "Residual and embedding dropout");
+  model->add_option("--attention-dropout", a->attention_dropout, "Dropout on attention weights");
+  model->add_option("--label-smoothing", a->label_smoothing, "Label smoothing");
+  model->add_flag("--learned-positions", a->learned_positions,
+                  "Learned instead of sinusoidal positions");
+  model->add_option("--max-positions", a->max_positions, "Positions the model supports (max_len)");
+
+  auto* data = sub.add_option_group("data", "Batching");
+  data->add_option("--max-tokens", o.batching.max_tokens,
+                   "Tokens a side per micro-batch, padding included (the paper: 25000)")
+      ->capture_default_str();
+  data->add_option("--accumulate", o.accumulate, "Micro-batches summed into one step")
+      ->capture_default_str();
+  data->add_option("--max-len", o.max_sequence_len, "Longer pairs (in pieces) are skipped")
+      ->capture_default_str();
+
+  auto* optim = sub.add_option_group("optimizer", "Optimizer (Adam with the paper's schedule)");
+  optim
+      ->add_option("--lr", o.adam.lr,
+                   "noam: factor on d_model^-0.5 * min(step^-0.5, step * warmup^-1.5); "
+                   "constant: the rate")
+      ->capture_default_str();
+  optim->add_option("--lr-schedule", a->schedule, "noam or constant")->capture_default_str();
+  optim->add_option("--warmup-steps", o.adam.warmup_steps, "Warm-up steps")->capture_default_str();
+  optim->add_option("--clip-norm", o.adam.max_grad_norm, "Clip the gradient norm (0: off)")
+      ->capture_default_str();
+  optim->add_option("--beta2", o.adam.beta2, "Adam beta2")->capture_default_str();
+
+  auto* out = sub.add_option_group("output", "Logging and checkpoints");
+  out->add_option("--log-every", o.log_every, "Steps between progress lines")
+      ->capture_default_str();
+  out->add_option("--valid-every", o.valid_every, "Steps between validations (0: at the end)")
+      ->capture_default_str();
+  out->add_option("--save-every", o.save_every, "Steps between checkpoints")->capture_default_str();
+  out->add_option("--save-every-minutes", o.save_every_minutes, "Minutes between checkpoints")
+      ->capture_default_str();
+  out->add_option("--keep-checkpoints", o.keep_checkpoints, "Checkpoints kept")
+      ->capture_default_str();
+  out->add_flag("--quiet", a->quiet, "No progress output");
+  return [a]() { return run_train(*a); };
+});
+
+}  // namespace
+}  // namespace vkf::app

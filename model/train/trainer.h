@@ -1,0 +1,77 @@
+#pragma once
+// The training loop behind `vkf train`: reads and batches the corpus, replays one recorded step
+// per bucket shape, accumulates gradients over micro-batches, applies Adam, validates, writes
+// checkpoints (with the optimizer state that makes a run resumable bit for bit), and reports
+// progress. The caller owns the device; the command line lives in apps/vkf/cmd_train.cpp.
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "engine/device.h"
+#include "engine/ops/adam.h"
+#include "model/config.h"
+#include "model/data/batcher.h"
+#include "model/data/parallel_text.h"
+
+namespace vkf::model {
+
+struct TrainerOptions {
+  // Architecture and regularisation; vocab_size, tokenizer and tokenizer_sha256 are filled in
+  // from the vocabulary.
+  ModelConfig config = ModelConfig::preset("base");
+  CorpusFiles train;
+  std::optional<CorpusFiles> valid;
+  std::string vocab;    // an existing SentencePiece model (the command trains one if missing)
+  std::string out_dir;  // checkpoints, the vocabulary copy and train.jsonl
+
+  int max_sequence_len = 256;  // longer pairs are skipped (and counted)
+  BatcherOptions batching;     // max_tokens per side per micro-batch, buckets, seed ignored
+  int accumulate = 1;          // micro-batches summed into one optimizer step
+
+  // Stop at whichever limit comes first; 0 means no limit (one of the three must be set).
+  uint64_t max_steps = 0;
+  uint64_t max_epochs = 0;
+  double max_seconds = 0;
+
+  uint64_t seed = 1;
+  ops::AdamOptions adam;  // schedule, factor, warm-up, clipping; d_model is set from config
+
+  uint64_t log_every = 10;        // steps between progress lines
+  uint64_t valid_every = 0;       // steps between validations (0: only at the end)
+  uint64_t save_every = 0;        // steps between checkpoints (0: by time or at the end only)
+  double save_every_minutes = 0;  // minutes between checkpoints (0: by steps only)
+  int keep_checkpoints = 5;       // the last N are kept (averaging uses the last 5)
+  bool resume = false;            // continue from the latest checkpoint in out_dir
+
+  std::FILE* progress = stderr;  // null: quiet
+  // Set (from a signal handler) to stop after the current step with a checkpoint.
+  const std::atomic<bool>* stop_requested = nullptr;
+
+  void validate() const;
+};
+
+struct ValidationResult {
+  double loss_per_token = 0;  // label-smoothed
+  double nll_per_token = 0;
+  uint64_t tokens = 0;
+  double perplexity() const;
+};
+
+struct TrainSummary {
+  uint64_t steps = 0;  // the step the run ended at (counting resumed steps)
+  uint64_t epoch = 0;
+  std::string last_checkpoint;
+  std::optional<ValidationResult> first_valid, last_valid;
+  double train_loss_per_token = 0;  // over the last logging interval
+  double tokens_per_second = 0;     // source + target, over this invocation
+  bool interrupted = false;         // stopped by stop_requested
+  uint64_t peak_pool_bytes = 0;     // activation memory held by the recorded graphs
+};
+
+// Trains; throws vkf::Error on bad input, on a non-finite loss (after leaving the last good
+// checkpoint in place) and on device errors.
+TrainSummary train(Device& dev, const TrainerOptions& options);
+
+}  // namespace vkf::model
