@@ -1,5 +1,6 @@
 #include "engine/instance.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -144,6 +145,9 @@ std::shared_ptr<Instance> Instance::adopt(VkInstance instance) {
 Instance::~Instance() {
   if (!owned_) return;
   if (messenger_ != VK_NULL_HANDLE) {
+    // Messages nobody collected (an application run with VKF_VALIDATION=1, not a test) are not
+    // silently dropped.
+    for (const auto& m : log_.take()) std::fprintf(stderr, "vkf: validation %s\n", m.c_str());
     auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
     destroy(instance_, messenger_, nullptr);

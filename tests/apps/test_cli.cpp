@@ -1,0 +1,204 @@
+// The vkf command line as users run it: exit codes, messages for bad input, and Ctrl-C during
+// training. Each test runs the real binary in a child process (with the validation layer on when
+// ctest sets VKF_VALIDATION=1; any validation message it prints fails the test).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "model/checkpoint.h"
+#include "tests/support/small_corpus.h"
+
+namespace fs = std::filesystem;
+using vkf::test::small_corpus;
+using vkf::test::temp_dir;
+
+namespace {
+
+const std::string k_vkf = std::string(VKF_BINARY_DIR) + "/apps/vkf";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+// Runs vkf with `args` (shell words), stdout and stderr captured.
+Result run_vkf(const std::string& args, const std::string& stdin_text = "") {
+  static int counter = 0;
+  const fs::path dir = temp_dir("cli-run-" + std::to_string(counter++));
+  { std::ofstream(dir / "in") << stdin_text; }
+  const std::string cmd = k_vkf + " " + args + " <" + (dir / "in").string() + " >" +
+                          (dir / "out").string() + " 2>" + (dir / "err").string();
+  int raw = std::system(cmd.c_str());
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = slurp(dir / "out");
+  r.err = slurp(dir / "err");
+  INFO("vkf " << args << "\nstderr:\n" << r.err);
+  CHECK(r.err.find("validation") == std::string::npos);
+  return r;
+}
+
+std::string train_args(const fs::path& out, const std::string& extra) {
+  const auto& c = small_corpus();
+  return "train --preset tiny --d-model 32 --d-ff 64 --heads 2 --layers 1 --max-tokens 256 "
+         "--warmup-steps 10 --train-sets " +
+         c.src.string() + " " + c.tgt.string() + " --vocab " + c.vocab.string() + " --out " +
+         out.string() + " " + extra;
+}
+
+// A trained checkpoint directory, made once.
+const fs::path& trained_model() {
+  static fs::path dir = [] {
+    fs::path d = temp_dir("cli-model");
+    Result r = run_vkf(train_args(d, "--max-steps 2"));
+    REQUIRE(r.status == 0);
+    return d;
+  }();
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("vkf train reports progress and leaves a checkpoint and a log", "[apps][cli]") {
+  const fs::path& dir = trained_model();
+  CHECK(fs::exists(dir / "checkpoint-2.safetensors"));
+  CHECK(fs::exists(dir / "checkpoint-2.optimizer.safetensors"));
+  CHECK(fs::exists(dir / "vocab.model"));
+  const std::string log = slurp(dir / "train.jsonl");
+  CHECK(log.find("\"event\":\"train\"") != std::string::npos);
+  CHECK(log.find("\"event\":\"checkpoint\"") != std::string::npos);
+}
+
+TEST_CASE("vkf train refuses bad flags and input with a clear message", "[apps][cli]") {
+  const fs::path dir = temp_dir("cli-bad");
+  Result r = run_vkf(train_args(dir / "a", ""));  // no limit
+  CHECK(r.status == 1);
+  CHECK(r.err.find("--max-steps") != std::string::npos);
+  r = run_vkf("train --preset nosuch --train-sets a b --vocab v --out o --max-steps 1");
+  CHECK(r.status != 0);
+  r = run_vkf(train_args(dir / "b", "--max-steps 1 --max-time 5x"));
+  CHECK(r.status == 1);
+  CHECK(r.err.find("not a duration") != std::string::npos);
+  r = run_vkf("train --preset tiny --train-sets /nonexistent.en /nonexistent.de --vocab " +
+              small_corpus().vocab.string() + " --out " + (dir / "c").string() + " --max-steps 1");
+  CHECK(r.status == 1);
+  CHECK(r.err.find("/nonexistent.en") != std::string::npos);
+}
+
+TEST_CASE("vkf score refuses missing, truncated and foreign checkpoints", "[apps][cli]") {
+  const fs::path& model = trained_model();
+  const fs::path dir = temp_dir("cli-score");
+  const auto& c = small_corpus();
+  // 20 pairs of the corpus, then one longer than the model's 256 positions.
+  const fs::path src = dir / "s.en", tgt = dir / "s.de";
+  {
+    std::ifstream in_s(c.src), in_t(c.tgt);
+    std::ofstream out_s(src), out_t(tgt);
+    std::string a, b;
+    for (int i = 0; i < 20 && std::getline(in_s, a) && std::getline(in_t, b); ++i)
+      out_s << a << '\n', out_t << b << '\n';
+    for (int i = 0; i < 300; ++i) out_s << "word ";
+    out_s << '\n';
+    out_t << "Wort\n";
+  }
+  const std::string data = " --src " + src.string() + " --tgt " + tgt.string();
+
+  Result ok = run_vkf("score --model " + model.string() + data);
+  CHECK(ok.status == 1);  // the long pair
+  CHECK(std::count(ok.out.begin(), ok.out.end(), '\n') == 21);
+  CHECK(ok.out.ends_with("nan\t0\n"));
+  CHECK(ok.err.find("line 21: longer than") != std::string::npos);
+
+  Result r = run_vkf("score --model " + (dir / "missing").string() + data);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("does not exist") != std::string::npos);
+
+  const std::string full = slurp(model / "checkpoint-2.safetensors");
+  std::ofstream(dir / "truncated.safetensors", std::ios::binary) << full.substr(0, full.size() / 2);
+  fs::copy_file(model / "vocab.model", dir / "vocab.model");
+  r = run_vkf("score --model " + (dir / "truncated.safetensors").string() + data);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("truncated") != std::string::npos);
+
+  std::ofstream(dir / "text.safetensors") << "this is not a checkpoint at all";
+  r = run_vkf("score --model " + (dir / "text.safetensors").string() + data);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("not a valid safetensors") != std::string::npos);
+
+  // The right file format but another vocabulary.
+  r = run_vkf("score --model " + model.string() + " --vocab " +
+              (fs::path(VKF_SOURCE_DIR) / "tests/model/fixtures").string() + "/nosuch.model" +
+              data);
+  CHECK(r.status == 1);
+  const fs::path other_vocab = dir / "other.model";
+  Result v = run_vkf("vocab --train-sets " + c.src.string() + " " + c.tgt.string() +
+                     " --vocab-size 200 --out " + other_vocab.string());
+  REQUIRE(v.status == 0);
+  r = run_vkf("score --model " + model.string() + " --vocab " + other_vocab.string() + data);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("not the vocabulary") != std::string::npos);
+}
+
+TEST_CASE("vkf average of identical checkpoints is the identity", "[apps][cli]") {
+  const fs::path& model = trained_model();
+  const fs::path dir = temp_dir("cli-average");
+  const std::string ck = (model / "checkpoint-2.safetensors").string();
+  Result r = run_vkf("average --inputs " + ck + " " + ck + " " + ck + " --out " +
+                     (dir / "avg.safetensors").string());
+  REQUIRE(r.status == 0);
+  auto a = vkf::model::load_checkpoint(ck),
+       b = vkf::model::load_checkpoint((dir / "avg.safetensors").string());
+  CHECK(a.params == b.params);
+  r = run_vkf("average --model " + model.string() + " --last 9 --out " +
+              (dir / "x.safetensors").string());
+  CHECK(r.status == 1);
+  CHECK(r.err.find("fewer than") != std::string::npos);
+}
+
+TEST_CASE("Ctrl-C during vkf train writes a checkpoint and exits cleanly", "[apps][cli]") {
+  const fs::path dir = temp_dir("cli-sigint");
+  const fs::path out = dir / "run";
+  const std::string cmd = "exec " + k_vkf + " " +
+                          train_args(out, "--max-steps 100000 --log-every 1") + " >" +
+                          (dir / "out").string() + " 2>" + (dir / "err").string();
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until it has taken a few steps.
+  bool training = false;
+  for (int i = 0; i < 1200 && !training; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    training = slurp(out / "train.jsonl").find("\"step\":3,") != std::string::npos;
+  }
+  REQUIRE(training);
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  INFO(slurp(dir / "err"));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(slurp(dir / "err").find("interrupted") != std::string::npos);
+  auto ck = vkf::model::load_checkpoint(vkf::model::resolve_checkpoint(out.string()));
+  CHECK(ck.step >= 3);
+  // The run resumes from there.
+  Result r = run_vkf(train_args(out, "--resume --max-steps " + std::to_string(ck.step + 1)));
+  CHECK(r.status == 0);
+  CHECK(fs::exists(out / vkf::model::checkpoint_name(ck.step + 1)));
+}

@@ -1,0 +1,42 @@
+#include "tests/support/small_corpus.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "model/data/tokenizer.h"
+
+namespace vkf::test {
+
+std::filesystem::path temp_dir(const std::string& name) {
+  namespace fs = std::filesystem;
+  fs::path d = fs::temp_directory_path() / ("vkf-test-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+const SmallCorpus& small_corpus() {
+  static SmallCorpus c = [] {
+    SmallCorpus k;
+    k.dir = temp_dir("corpus");
+    k.src = k.dir / "train.en";
+    k.tgt = k.dir / "train.de";
+    for (auto [from, to] : {std::pair{"train.en", k.src}, std::pair{"train.de", k.tgt}}) {
+      std::ifstream in(std::filesystem::path(VKF_SOURCE_DIR) / "data/sample" / from);
+      std::ofstream out(to);
+      std::string line;
+      for (int i = 0; i < 160 && std::getline(in, line); ++i) out << line << '\n';
+    }
+    k.vocab = k.dir / "vocab.model";
+    model::TokenizerTrainOptions t;
+    t.inputs = {k.src.string(), k.tgt.string()};
+    t.output_path = k.vocab.string();
+    t.vocab_size = 300;
+    model::Tokenizer::train(t);
+    return k;
+  }();
+  return c;
+}
+
+}  // namespace vkf::test
