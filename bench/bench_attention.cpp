@@ -4,6 +4,8 @@
 //   bench_attention --benchmark_min_time=0.1
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -40,6 +42,9 @@ void run(benchmark::State& state, bool backward) {
   a.batch = batch, a.heads = heads, a.len_q = len, a.len_k = len, a.d_k = d, a.d_v = d;
   a.q = q, a.k = k, a.v = v, a.o = o, a.lse = lse, a.scalars = scalars;
   a.causal = causal, a.dropout_p = dropout;
+  if (const char* t = std::getenv("VKF_ATTENTION_TILES")) {  // "workgroup,block_q,block_k"
+    std::sscanf(t, "%u,%u,%u", &a.tiles.workgroup, &a.tiles.block_q, &a.tiles.block_k);
+  }
   {  // inputs: anything finite
     Recorder init(dev);
     for (const Buffer* b : {&q, &k, &v, &d_o}) init.fill(*b, 0x3C23D70Au);  // 0.01f

@@ -1,0 +1,145 @@
+// Training throughput of the whole step (forward, loss, backward, Adam) per preset, with the
+// activation and parameter memory it needs, side by side with PyTorch on the same config and
+// batch when Debian's python3-torch is installed (bench/torch_train.py, run once per preset).
+//
+//   ./bench/bench_train --benchmark_format=json
+//   VKF_BENCH_DEVICE=<selector>   the Vulkan device (default: best)
+//   VKF_BENCH_TOKENS=N            tokens a side per batch (default 4096; 1024 for base/big on a
+//                                 CPU device, whose steps take seconds)
+//   VKF_BENCH_TORCH=0             skip PyTorch
+//   VKF_BENCH_PROFILE=1           print the step's time per kernel (device timestamps)
+//
+// Counters: tokens_per_second (source + target tokens, no padding), torch_tokens_per_second and
+// ratio_vs_torch (ours / PyTorch's), activation_MiB (the graph's buffers), state_MiB (parameters,
+// gradients and Adam moments).
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "engine/engine.h"
+#include "engine/step_scalars.h"
+#include "model/device_params.h"
+#include "model/optimizer.h"
+#include "model/params.h"
+#include "model/train_graph.h"
+
+namespace {
+
+vkf::Device& device() {
+  static std::shared_ptr<vkf::Instance> instance = std::make_shared<vkf::Instance>();
+  static std::unique_ptr<vkf::Device> dev = [] {
+    const char* sel = std::getenv("VKF_BENCH_DEVICE");
+    return vkf::Device::create(instance, {.selector = sel ? sel : ""});
+  }();
+  return *dev;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// PyTorch's tokens/s for the same preset and batch, or 0 when it is not available.
+double torch_tokens_per_second(const std::string& preset, int batch, int len, int vocab) {
+  if (env_int("VKF_BENCH_TORCH", 1) == 0) return 0;
+  // Debian's interpreter (python3-torch lives in its dist-packages), not whatever is first on PATH.
+  const std::string python =
+      std::getenv("VKF_PYTHON") ? std::getenv("VKF_PYTHON") : "/usr/bin/python3";
+  const std::string cmd = python + " " + VKF_BENCH_DIR + "/torch_train.py --preset " + preset +
+                          " --batch " + std::to_string(batch) + " --len " + std::to_string(len) +
+                          " --vocab " + std::to_string(vocab) + " --steps 3 2>/dev/null";
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return 0;
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  pclose(p);
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (j.is_discarded() || !j.contains("tokens_per_second")) return 0;
+  return j["tokens_per_second"].get<double>();
+}
+
+void train_step(benchmark::State& state, const std::string& preset) {
+  vkf::Device& dev = device();
+  const bool cpu = dev.info().is_cpu();
+  const bool large = preset == "base" || preset == "big";
+  const int tokens = env_int("VKF_BENCH_TOKENS", cpu && large ? 1024 : 4096);
+  const int len = 32, batch = std::max(1, tokens / len), vocab = 8000;
+
+  vkf::model::ModelConfig c = vkf::model::ModelConfig::preset(preset);
+  c.vocab_size = vocab;
+  vkf::model::DeviceParams params(dev, c);
+  params.upload(vkf::model::init_parameters(params.layout(), c, 1));
+  vkf::Buffer scalars = dev.allocate(sizeof(vkf::StepScalars), "scalars", vkf::MemoryKind::host);
+  auto* sc = reinterpret_cast<vkf::StepScalars*>(scalars.mapped());
+  *sc = vkf::StepScalars{};
+  const bool profile = env_int("VKF_BENCH_PROFILE", 0) != 0;
+  auto pool = std::make_shared<vkf::model::ActivationPool>(dev);
+  vkf::model::TrainGraph graph(dev, params, {uint32_t(batch), uint32_t(len), uint32_t(len)},
+                               scalars.ref(),
+                               {.backward = true, .dropout = true, .profile = profile, .pool = pool});
+  vkf::ops::AdamOptions adam;
+  adam.d_model = float(c.d_model);
+  vkf::model::Optimizer optimizer(dev, params, scalars.ref(), adam);
+
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int> tok(4, vocab - 1);
+  vkf::model::BatchTokens b;
+  for (auto* v : {&b.src, &b.tgt_in, &b.tgt_out}) {
+    v->resize(size_t(batch) * len);
+    for (auto& t : *v) t = tok(rng);
+  }
+  b.src_len.assign(size_t(batch), len);
+  b.tgt_len.assign(size_t(batch), len);
+  graph.set_batch(b);
+
+  uint32_t step = 1;
+  auto one_step = [&] {
+    sc->step = step++;
+    sc->grad_scale = 1.0f;
+    auto r = graph.run();
+    sc->grad_scale = 1.0f / float(r.tokens);
+    optimizer.step();
+  };
+  one_step();  // warm-up: pipelines compiled, memory touched
+  for (auto _ : state) one_step();
+
+  if (profile)
+    std::fprintf(stderr, "%s: %s\n", preset.c_str(),
+                 vkf::profile_table(graph.sequence().timings()).c_str());
+  const double step_tokens = 2.0 * batch * len;
+  state.counters["tokens_per_second"] =
+      benchmark::Counter(step_tokens * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["batch_tokens"] = step_tokens / 2;
+  state.counters["activation_MiB"] = double(pool->bytes()) / (1 << 20);
+  state.counters["state_MiB"] = 4.0 * double(params.layout().total_floats()) * 4 / (1 << 20);
+  state.counters["parameters_M"] = double(params.layout().parameter_count()) / 1e6;
+  if (double torch = torch_tokens_per_second(preset, batch, len, vocab); torch > 0) {
+    state.counters["torch_tokens_per_second"] = torch;
+    // Our rate over the timed iterations, recomputed here: Counter rates are finalised later.
+    state.counters["ratio_vs_torch"] = benchmark::Counter(
+        step_tokens * double(state.iterations()) / torch, benchmark::Counter::kIsRate);
+  }
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(train_step, tiny, std::string("tiny"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2.0);
+BENCHMARK_CAPTURE(train_step, small, std::string("small"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2.0);
+BENCHMARK_CAPTURE(train_step, base, std::string("base"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(2);
+
+BENCHMARK_MAIN();

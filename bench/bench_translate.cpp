@@ -1,0 +1,71 @@
+// Whole-sentence translation on a small random model ("tiny" preset, vocabulary 1000): beam 4
+// with batches of 32 and of 1 sentence, and greedy with batch 32. Sources of 20 tokens; the
+// random model rarely emits EOS, so every sentence runs to its maximum of 20 output tokens
+// (--max-len-a 0 --max-len-b 20). Counters: sentences/s and output tokens/s (EOS included).
+//   bench_translate --benchmark_min_time=1 --benchmark_format=json
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+
+#include "engine/engine.h"
+#include "model/decode/translator.h"
+#include "model/params.h"
+
+using namespace vkf;
+using namespace vkf::model;
+
+namespace {
+
+Device& device() {
+  static std::unique_ptr<Device> dev =
+      Device::create(std::make_shared<Instance>(InstanceOptions{}));
+  return *dev;
+}
+
+DeviceParams& params() {
+  static std::unique_ptr<DeviceParams> p = [] {
+    ModelConfig c = ModelConfig::preset("tiny");
+    c.vocab_size = 1000;
+    c.max_len = 128;
+    auto dp = std::make_unique<DeviceParams>(device(), c);
+    dp->upload(init_parameters(dp->layout(), c, 1));
+    return dp;
+  }();
+  return *p;
+}
+
+void translate(benchmark::State& state) {
+  const uint32_t beam = uint32_t(state.range(0)), batch = uint32_t(state.range(1));
+  decode::TranslateOptions opt;
+  opt.beam = beam;
+  opt.batch_size = batch;
+  opt.max_len_a = 0.0f;
+  opt.max_len_b = 20;
+  decode::Translator tr(device(), params(), opt);
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int> tok(4, params().config().vocab_size - 1);
+  std::vector<std::vector<int32_t>> sources(batch, std::vector<int32_t>(20));
+  for (auto& s : sources)
+    for (auto& t : s) t = tok(rng);
+  tr.translate(sources);  // records the shape and compiles the kernels
+  const auto before = tr.stats();
+  for (auto _ : state) benchmark::DoNotOptimize(tr.translate(sources));
+  const auto& after = tr.stats();
+  state.counters["sentences/s"] =
+      benchmark::Counter(double(after.sentences - before.sentences), benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] = benchmark::Counter(
+      double(after.output_tokens - before.output_tokens), benchmark::Counter::kIsRate);
+}
+
+}  // namespace
+
+BENCHMARK(translate)
+    ->ArgNames({"beam", "batch"})
+    ->Args({4, 32})
+    ->Args({4, 1})
+    ->Args({1, 32})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+BENCHMARK_MAIN();
