@@ -12,10 +12,10 @@
 #include "engine/step_scalars.h"
 #include "model/checkpoint.h"
 #include "model/decode/graph.h"
-#include "model/decode/model_files.h"
 #include "model/decode/search.h"
 #include "model/decode/text.h"
 #include "model/decode/translator.h"
+#include "model/loaded_model.h"
 #include "model/train_graph.h"
 #include "tests/model/fixtures/data_fixture.h"
 #include "tests/support/vk_test.h"
@@ -100,14 +100,14 @@ double logp_of(const DecodeGraph& g, uint32_t r, int32_t token) {
 std::vector<int32_t> padded_source(const std::vector<std::vector<int32_t>>& src, uint32_t Ls,
                                    int32_t pad) {
   std::vector<int32_t> out(src.size() * Ls, pad);
-  for (size_t b = 0; b < src.size(); ++b) std::copy(src[b].begin(), src[b].end(), out.begin() + b * Ls);
+  for (size_t b = 0; b < src.size(); ++b)
+    std::copy(src[b].begin(), src[b].end(), out.begin() + b * Ls);
   return out;
 }
 
 }  // namespace
 
-VKF_TEST_CASE("incremental decoding with reordered caches equals the full forward",
-              "[decode]") {
+VKF_TEST_CASE("incremental decoding with reordered caches equals the full forward", "[decode]") {
   Device& dev = test::device();
   const ModelConfig c = tiny_config(20);
   DeviceParams params(dev, c);
@@ -140,10 +140,10 @@ VKF_TEST_CASE("incremental decoding with reordered caches equals the full forwar
       }
     }
     std::vector<int32_t> tokens(4);
-    for (uint32_t r = 0; r < 4; ++r)
-      tokens[r] = t == 0 ? c.bos_id : seq[size_t(track[r])][t - 1];
+    for (uint32_t r = 0; r < 4; ++r) tokens[r] = t == 0 ? c.bos_id : seq[size_t(track[r])][t - 1];
     g.step(t, tokens, origin);
-    for (uint32_t r = 0; r < 4; ++r) got[size_t(track[r])] += logp_of(g, r, seq[size_t(track[r])][t]);
+    for (uint32_t r = 0; r < 4; ++r)
+      got[size_t(track[r])] += logp_of(g, r, seq[size_t(track[r])][t]);
   }
   auto want = full_forward_logprob(dev, params, {src[0], src[0], src[1], src[1]}, seq);
   for (size_t i = 0; i < 4; ++i) {
@@ -318,8 +318,8 @@ VKF_TEST_CASE("translate text: tokenizer next to the checkpoint, invalid UTF-8 c
   ParamLayout layout(c);
   save_checkpoint(dir.file(checkpoint_name(5)), c, layout, init_parameters(layout, c, 2), 5);
 
-  TranslationModel m = load_translation_model(dir.file(""));
-  CHECK(m.checkpoint_path == dir.file(checkpoint_name(5)));
+  LoadedModel m = load_model(dir.file(""));
+  CHECK(m.path == dir.file(checkpoint_name(5)));
   DeviceParams params(dev, m.checkpoint.config);
   params.upload(m.checkpoint.params);
   TranslateOptions opt;
@@ -339,12 +339,11 @@ VKF_TEST_CASE("translate text: tokenizer next to the checkpoint, invalid UTF-8 c
   CHECK(out[3].nbest.size() == 1);
 
   // Errors: a missing model, a tokenizer with another checksum.
-  CHECK_THROWS_WITH(load_translation_model(dir.file("nope")), Catch::Contains("does not exist"));
+  CHECK_THROWS_WITH(load_model(dir.file("nope")), Catch::Contains("does not exist"));
   c.tokenizer_sha256 = std::string(64, '0');
   save_checkpoint(dir.file(checkpoint_name(6)), c, layout, init_parameters(layout, c, 2), 6);
-  CHECK_THROWS_WITH(load_translation_model(dir.file("")), Catch::Contains("SHA-256"));
+  CHECK_THROWS_WITH(load_model(dir.file("")), Catch::Contains("SHA-256"));
   std::filesystem::remove(dir.file("spm.model"));
-  CHECK_THROWS_WITH(load_translation_model(dir.file(checkpoint_name(5))),
-                    Catch::Contains("--vocab"));
-  CHECK_NOTHROW(load_translation_model(dir.file(checkpoint_name(5)), shared.path()));
+  CHECK_THROWS_WITH(load_model(dir.file(checkpoint_name(5))), Catch::Contains("--vocab"));
+  CHECK_NOTHROW(load_model(dir.file(checkpoint_name(5)), shared.path()));
 }

@@ -23,9 +23,9 @@ VKF_TEST_CASE("gather_rows: index and limit from buffers, replayed", "[shaders][
     uint32_t rows, cols, src_rows, ss, ds, unit;
     bool use_index, use_limit;
   };
-  for (Case c : {Case{5, 37, 7, 41, 39, 1, true, false}, Case{3, 1, 3, 0, 0, 1, false, false},
-                 Case{6, 1300, 9, 1301, 1303, 13, true, true},
-                 Case{70, 3, 70, 5, 0, 1, false, true}}) {
+  for (Case c :
+       {Case{5, 37, 7, 41, 39, 1, true, false}, Case{3, 1, 3, 0, 0, 1, false, false},
+        Case{6, 1300, 9, 1301, 1303, 13, true, true}, Case{70, 3, 70, 5, 0, 1, false, true}}) {
     INFO(c.rows << "x" << c.cols << " index " << c.use_index << " limit " << c.use_limit);
     const uint32_t ss = c.ss ? c.ss : c.cols, ds = c.ds ? c.ds : c.cols;
     const uint32_t src_n = c.src_rows * ss, dst_n = c.rows * ds;
@@ -69,8 +69,9 @@ VKF_TEST_CASE("gather_rows: index and limit from buffers, replayed", "[shaders][
   }
   Buffer small = dev.allocate(16, "small"), other = dev.allocate(64, "other");
   Recorder rec(dev);
-  REQUIRE_THROWS_WITH(ops::gather_rows(dev, rec, {.src = small, .dst = other, .rows = 2, .cols = 3}),
-                      Catch::Contains("gather_rows src"));
+  REQUIRE_THROWS_WITH(
+      ops::gather_rows(dev, rec, {.src = small, .dst = other, .rows = 2, .cols = 3}),
+      Catch::Contains("gather_rows src"));
 }
 
 VKF_TEST_CASE("scatter_rows: per-row positions from a buffer, replayed",

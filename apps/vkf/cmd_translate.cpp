@@ -1,0 +1,161 @@
+// vkf translate: translates stdin or --input line by line with a trained checkpoint (greedy or
+// beam search on the device) and writes one detokenised line per input line, or with --nbest K
+// a TSV of line number, rank, score and text. The work is in model/decode/.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/vkf/command.h"
+#include "engine/engine.h"
+#include "model/data/line_reader.h"
+#include "model/decode/text.h"
+#include "model/device_params.h"
+#include "model/loaded_model.h"
+
+namespace vkf::app {
+namespace {
+
+struct TranslateArgs {
+  std::string model, vocab, input, output, device;
+  model::decode::TranslateOptions options;
+  uint32_t chunk = 2000;  // lines read, sorted and translated together
+};
+
+// Lines of a file or of stdin, `max` at a time.
+class LineSource {
+ public:
+  explicit LineSource(const std::string& path) {
+    if (!path.empty() && path != "-") reader_ = std::make_unique<model::LineReader>(path);
+  }
+  bool read(std::vector<std::string>& lines, size_t max) {
+    lines.clear();
+    if (reader_) {
+      std::string_view line;
+      while (lines.size() < max && reader_->next(line)) lines.emplace_back(line);
+    } else {
+      std::string line;
+      while (lines.size() < max && std::getline(std::cin, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        lines.push_back(std::move(line));
+      }
+    }
+    return !lines.empty();
+  }
+  bool from_file() const { return reader_ != nullptr; }
+
+ private:
+  std::unique_ptr<model::LineReader> reader_;
+};
+
+int run(const TranslateArgs& args) {
+  args.options.validate();
+  auto m = model::load_model(args.model, args.vocab);
+  auto instance = std::make_shared<Instance>();
+  auto dev = Device::create(instance, {.selector = args.device});
+  model::DeviceParams params(*dev, m.checkpoint.config);
+  params.upload(m.checkpoint.params);
+  model::decode::Translator translator(*dev, params, args.options);
+
+  std::ofstream file_out;
+  if (!args.output.empty() && args.output != "-") {
+    file_out.open(args.output, std::ios::binary | std::ios::trunc);
+    if (!file_out) throw Error("cannot write " + args.output);
+  }
+  std::ostream& out = file_out.is_open() ? file_out : std::cout;
+  LineSource source(args.input);
+  const bool report = source.from_file();
+  if (report)
+    std::fprintf(stderr, "vkf translate: %s (step %llu) on %s, beam %u, batch %u\n", m.path.c_str(),
+                 static_cast<unsigned long long>(m.checkpoint.step), dev->label().c_str(),
+                 args.options.beam, args.options.batch_size);
+
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> lines;
+  uint64_t first_line = 1, invalid = 0;
+  while (source.read(lines, args.chunk)) {
+    const uint64_t base = first_line;
+    auto results = model::decode::translate_lines(
+        translator, m.tokenizer, lines,
+        [&](uint64_t n) {
+          ++invalid;
+          std::fprintf(stderr,
+                       "vkf translate: line %llu is not valid UTF-8; writing an empty line\n",
+                       static_cast<unsigned long long>(base + n - 1));
+        },
+        [&](uint64_t done) {
+          if (!report) return;
+          const double s =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          std::fprintf(stderr, "\r  %llu lines, %.1f sentences/s",
+                       static_cast<unsigned long long>(base - 1 + done),
+                       double(translator.stats().sentences) / std::max(s, 1e-9));
+        });
+    for (size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      if (args.options.nbest <= 1) {
+        out << (r.nbest.empty() ? std::string() : r.nbest[0].text) << '\n';
+        continue;
+      }
+      const uint64_t line = base + i;
+      if (r.nbest.empty()) {
+        out << line << "\t1\t" << (r.invalid_utf8 ? "nan" : "0") << "\t\n";
+        continue;
+      }
+      for (size_t k = 0; k < r.nbest.size(); ++k) {
+        char score[32];
+        std::snprintf(score, sizeof score, "%.6f", r.nbest[k].score);
+        out << line << '\t' << k + 1 << '\t' << score << '\t' << r.nbest[k].text << '\n';
+      }
+    }
+    out.flush();
+    first_line += lines.size();
+  }
+  if (!out) throw Error("writing the translations failed");
+  if (report) {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto& st = translator.stats();
+    std::fprintf(stderr,
+                 "\rvkf translate: %llu lines (%llu translated, %llu invalid) in %.2f s: %.2f "
+                 "sentences/s, %.1f source tokens/s, %.1f output tokens/s\n",
+                 static_cast<unsigned long long>(first_line - 1),
+                 static_cast<unsigned long long>(st.sentences),
+                 static_cast<unsigned long long>(invalid), s, double(st.sentences) / s,
+                 double(st.source_tokens) / s, double(st.output_tokens) / s);
+  }
+  return 0;
+}
+
+RegisterCommand reg(
+    "translate", "Translate text with a trained checkpoint (greedy or beam search)",
+    [](CLI::App& sub) {
+      auto args = std::make_shared<TranslateArgs>();
+      auto& o = args->options;
+      sub.add_option("--model", args->model, "Checkpoint file, or a directory (its latest)")
+          ->required();
+      sub.add_option("--vocab", args->vocab,
+                     "SentencePiece model (default: the one the checkpoint names, next to it)");
+      sub.add_option("--input", args->input, "Input text, one sentence a line (default stdin)");
+      sub.add_option("--output", args->output, "Where to write the translations (default stdout)");
+      sub.add_option("--beam", o.beam, "Beam size (1 = greedy)")->capture_default_str();
+      sub.add_option("--alpha", o.alpha, "Length penalty ((5 + len) / 6)^alpha")
+          ->capture_default_str();
+      sub.add_option("--max-len-a", o.max_len_a,
+                     "Maximum output length = a * source length + b (capped by the model)")
+          ->capture_default_str();
+      sub.add_option("--max-len-b", o.max_len_b, "See --max-len-a")->capture_default_str();
+      sub.add_option("--nbest", o.nbest, "Write the K best as TSV: line number, rank, score, text")
+          ->capture_default_str();
+      sub.add_option("--batch-size", o.batch_size, "Sentences decoded at once")
+          ->capture_default_str();
+      sub.add_option("--device", args->device, "Device: index, vendor or a part of its name");
+      return [args]() { return run(*args); };
+    });
+
+}  // namespace
+}  // namespace vkf::app

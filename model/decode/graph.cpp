@@ -1,0 +1,101 @@
+#include "model/decode/graph.h"
+
+#include <cstring>
+
+#include "engine/error.h"
+#include "model/decode/decoder_step.h"
+#include "model/decode/encoder.h"
+
+namespace vkf::model::decode {
+namespace {
+
+void put(const BufferRef& b, std::span<const int32_t> v) {
+  std::memcpy(b.mapped, v.data(), v.size_bytes());
+}
+
+}  // namespace
+
+DecodeGraph::DecodeGraph(Device& dev, const DeviceParams& params, const DecodeShape& shape,
+                         bool profile)
+    : dev_(dev), params_(params), state_(dev, params.config(), shape), profile_(profile) {
+  Recorder rec(dev, {.profile = profile});
+  record_encoder(Forward{dev, rec, params, source_of(state_.named()), BufferRef{}}, state_);
+  encoder_.emplace(rec.finish());
+}
+
+DecodeGraph::~DecodeGraph() = default;
+
+Sequence& DecodeGraph::step_sequence(int from, int to) {
+  auto& seq = steps_[size_t(from)][size_t(to)];
+  if (!seq) {
+    Recorder rec(dev_, {.profile = profile_});
+    record_decoder_step(Forward{dev_, rec, params_, source_of(state_.named()), BufferRef{}}, state_,
+                        from, to);
+    seq = std::make_unique<Sequence>(rec.finish());
+  }
+  return *seq;
+}
+
+void DecodeGraph::encode(std::span<const int32_t> src, std::span<const int32_t> src_len) {
+  const DecodeShape& s = shape();
+  if (src.size() != size_t{s.batch} * s.src_len || src_len.size() != s.batch)
+    throw Error("DecodeGraph::encode: source does not match the shape [" + std::to_string(s.batch) +
+                " x " + std::to_string(s.src_len) + "]");
+  for (int32_t n : src_len)
+    if (n < 1 || uint32_t(n) > s.src_len)
+      throw Error("DecodeGraph::encode: source length " + std::to_string(n) + " not in 1.." +
+                  std::to_string(s.src_len));
+  put(state_.src(), src);
+  put(state_.src_len(), src_len);
+  encoder_->run();
+  next_t_ = 0;
+}
+
+void DecodeGraph::step(uint32_t t, std::span<const int32_t> tokens,
+                       std::span<const int32_t> origin) {
+  const DecodeShape& s = shape();
+  const uint32_t R = s.rows();
+  if (t != next_t_) throw Error("DecodeGraph::step: expected position " + std::to_string(next_t_));
+  if (t >= s.max_out)
+    throw Error("DecodeGraph::step: position " + std::to_string(t) + " beyond max_out " +
+                std::to_string(s.max_out));
+  if (tokens.size() != R || (!origin.empty() && origin.size() != R))
+    throw Error("DecodeGraph::step: expected " + std::to_string(R) + " rows");
+  bool reorder = false;
+  for (uint32_t r = 0; r < origin.size(); ++r) reorder |= origin[r] != int32_t(r);
+  put(state_.tokens(), tokens);
+  auto* pos = reinterpret_cast<int32_t*>(state_.positions().mapped);
+  auto* len = reinterpret_cast<int32_t*>(state_.self_len().mapped);
+  for (uint32_t r = 0; r < R; ++r) {
+    pos[r] = int32_t(t);
+    len[r] = int32_t(t + 1);
+  }
+  int to = current_;
+  if (reorder && t > 0) {
+    put(state_.origin(), origin);
+    *reinterpret_cast<int32_t*>(state_.filled().mapped) = int32_t(t);
+    to = 1 - current_;
+  }
+  last_step_ = &step_sequence(current_, to);
+  last_step_->run();
+  current_ = to;
+  next_t_ = t + 1;
+}
+
+std::vector<KernelTiming> DecodeGraph::last_step_timings() const {
+  return last_step_ ? last_step_->timings() : std::vector<KernelTiming>{};
+}
+
+std::span<const float> DecodeGraph::logp() const {
+  auto& st = const_cast<DecodeState&>(state_);
+  return {reinterpret_cast<const float*>(st.out_logp().mapped),
+          size_t{shape().rows()} * shape().candidates};
+}
+
+std::span<const uint32_t> DecodeGraph::token() const {
+  auto& st = const_cast<DecodeState&>(state_);
+  return {reinterpret_cast<const uint32_t*>(st.out_token().mapped),
+          size_t{shape().rows()} * shape().candidates};
+}
+
+}  // namespace vkf::model::decode

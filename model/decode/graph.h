@@ -1,0 +1,56 @@
+#pragma once
+// Decoding of one batch shape on the device: the encoder pass and the incremental decoder step,
+// each recorded once and replayed (per batch, per position). The host writes token ids,
+// positions and beam origins into mapped buffers and reads back only [rows, candidates] top-k
+// log-probabilities and token ids per step.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "model/decode/state.h"
+
+namespace vkf::model::decode {
+
+class DecodeGraph {
+ public:
+  // profile: GPU timestamps around every dispatch (see last_step_timings()).
+  DecodeGraph(Device& dev, const DeviceParams& params, const DecodeShape& shape,
+              bool profile = false);
+  ~DecodeGraph();
+
+  const DecodeShape& shape() const { return state_.shape(); }
+
+  // src: [batch, src_len] ids (pieces + EOS, padded); src_len: [batch] non-pad lengths (>= 1).
+  // Runs the encoder and the cross-attention K/V; the next step must be t = 0.
+  void encode(std::span<const int32_t> src, std::span<const int32_t> src_len);
+
+  // Decoder step at position t (t = 0 takes BOS): tokens[rows] are the inputs at t. origin[r]
+  // (empty = r) is the row whose cached positions 0..t-1 row r continues (beam reordering).
+  // Afterwards logp()/token() hold each row's best `candidates` next tokens, best first.
+  void step(uint32_t t, std::span<const int32_t> tokens, std::span<const int32_t> origin = {});
+
+  std::span<const float> logp() const;      // [rows, candidates]
+  std::span<const uint32_t> token() const;  // [rows, candidates]
+
+  // Per-dispatch times of the last step and of the last encode (profiling graphs only).
+  std::vector<KernelTiming> last_step_timings() const;
+  std::vector<KernelTiming> encode_timings() const { return encoder_->timings(); }
+
+ private:
+  Sequence& step_sequence(int from, int to);
+
+  Device& dev_;
+  const DeviceParams& params_;
+  DecodeState state_;
+  std::optional<Sequence> encoder_;
+  std::array<std::array<std::unique_ptr<Sequence>, 2>, 2> steps_;  // [from][to]
+  Sequence* last_step_ = nullptr;
+  bool profile_ = false;
+  int current_ = 0;  // the cache copy holding the hypotheses
+  uint32_t next_t_ = 0;
+};
+
+}  // namespace vkf::model::decode

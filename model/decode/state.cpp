@@ -1,0 +1,47 @@
+#include "model/decode/state.h"
+
+#include <tuple>
+
+#include "engine/error.h"
+
+namespace vkf::model::decode {
+
+bool DecodeShape::operator<(const DecodeShape& o) const {
+  return std::tie(batch, beam, src_len, max_out, candidates) <
+         std::tie(o.batch, o.beam, o.src_len, o.max_out, o.candidates);
+}
+
+DecodeState::DecodeState(Device& dev, const ModelConfig& config, const DecodeShape& shape)
+    : config_(config), shape_(shape), named_(dev) {
+  if (shape.batch == 0 || shape.beam == 0 || shape.src_len == 0 || shape.max_out == 0)
+    throw Error("decode: empty shape");
+  if (int(shape.src_len) > config.max_len || int(shape.max_out) > config.max_len)
+    throw Error("decode: length " + std::to_string(std::max(shape.src_len, shape.max_out)) +
+                " exceeds the model's max_len " + std::to_string(config.max_len));
+  if (shape.candidates == 0 || int(shape.candidates) > config.vocab_size)
+    throw Error("decode: candidates per row must be in 1.." + std::to_string(config.vocab_size));
+}
+
+BufferRef DecodeState::cross_k(int l) {
+  return named_.get("cross." + std::to_string(l) + ".k",
+                    uint64_t{shape_.batch} * shape_.src_len * config_.heads * config_.head_dim_k());
+}
+
+BufferRef DecodeState::cross_v(int l) {
+  return named_.get("cross." + std::to_string(l) + ".v",
+                    uint64_t{shape_.batch} * shape_.src_len * config_.heads * config_.head_dim_v());
+}
+
+BufferRef DecodeState::cache_k(int copy, int l) {
+  return named_.get(
+      "cache." + std::to_string(copy) + "." + std::to_string(l) + ".k",
+      uint64_t{shape_.rows()} * shape_.max_out * config_.heads * config_.head_dim_k());
+}
+
+BufferRef DecodeState::cache_v(int copy, int l) {
+  return named_.get(
+      "cache." + std::to_string(copy) + "." + std::to_string(l) + ".v",
+      uint64_t{shape_.rows()} * shape_.max_out * config_.heads * config_.head_dim_v());
+}
+
+}  // namespace vkf::model::decode

@@ -1,0 +1,61 @@
+#pragma once
+// Many sentences at once: sorts the sources by length into batches (so little padding is
+// decoded), encodes each batch once, runs greedy or beam search, and returns the n-best lists in
+// input order. Recorded graphs are kept per shape (lengths rounded up to a multiple of 8, so a
+// few recordings serve a whole file).
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "model/decode/graph.h"
+#include "model/decode/search.h"
+
+namespace vkf::model::decode {
+
+struct TranslateOptions {
+  uint32_t beam = 4;
+  float alpha = 0.6f;        // length penalty exponent; 0 = raw log-probability
+  float max_len_a = 1.0f;    // maximum output length (EOS included) = a * source length + b,
+  int max_len_b = 50;        // capped by the model's max_len
+  uint32_t nbest = 1;        // hypotheses per sentence, <= beam
+  uint32_t batch_size = 32;  // sentences decoded at once (each takes `beam` rows)
+
+  void validate() const;
+};
+
+struct TranslateStats {
+  uint64_t sentences = 0;
+  uint64_t source_tokens = 0;
+  uint64_t output_tokens = 0;  // of the best hypotheses, EOS included
+};
+
+class Translator {
+ public:
+  Translator(Device& dev, const DeviceParams& params, const TranslateOptions& options);
+  ~Translator();
+
+  // sources: pieces without EOS (it is appended; an empty source gives an empty result list).
+  // Sources longer than max_len - 1 pieces are cut. `progress(done)` is called after each batch.
+  std::vector<std::vector<Hypothesis>> translate(
+      const std::vector<std::vector<int32_t>>& sources,
+      const std::function<void(uint64_t done)>& progress = {});
+
+  // Maximum output length (EOS included) for a source of `source_tokens` (EOS included).
+  uint32_t max_output(uint32_t source_tokens) const;
+  const TranslateStats& stats() const { return stats_; }
+  const TranslateOptions& options() const { return options_; }
+
+ private:
+  DecodeGraph& graph(const DecodeShape& shape);
+
+  Device& dev_;
+  const DeviceParams& params_;
+  ModelConfig config_;
+  TranslateOptions options_;
+  std::map<DecodeShape, std::unique_ptr<DecodeGraph>> graphs_;
+  TranslateStats stats_;
+};
+
+}  // namespace vkf::model::decode
