@@ -9,19 +9,27 @@
 
 namespace vkf::model {
 
-BufferRef NamedBuffers::find_or_allocate(const std::string& name, uint64_t elements,
-                                         MemoryKind kind) {
-  auto it = named_.find(name);
-  if (it == named_.end())
-    it = named_.emplace(name, dev_.allocate(std::max<uint64_t>(elements, 1) * 4, name, kind)).first;
+BufferRef ActivationPool::find_or_allocate(const std::string& name, uint64_t elements,
+                                           MemoryKind kind) {
+  const uint64_t bytes = std::max<uint64_t>(elements, 1) * 4;
+  auto it = live_.find(name);
+  if (it != live_.end() && it->second.size() < bytes) {
+    retired_.push_back(std::move(it->second));
+    live_.erase(it);
+    it = live_.end();
+  }
+  if (it == live_.end()) {
+    it = live_.emplace(name, dev_.allocate(bytes, name, kind)).first;
+    bytes_ += bytes;
+  }
   return it->second.ref().slice(0, elements * 4);
 }
 
-BufferRef NamedBuffers::get(const std::string& name, uint64_t elements) {
+BufferRef ActivationPool::get(const std::string& name, uint64_t elements) {
   return find_or_allocate(name, elements, MemoryKind::device);
 }
 
-BufferRef NamedBuffers::host(const std::string& name, uint64_t elements) {
+BufferRef ActivationPool::host(const std::string& name, uint64_t elements) {
   return find_or_allocate(name, elements, MemoryKind::host);
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "engine/device.h"
 #include "engine/ops/attention.h"
@@ -15,19 +16,25 @@
 
 namespace vkf::model {
 
-// Activations by name, allocated on first use and kept for the graph's lifetime: the forward
-// writes them, a backward (or a later step) reads them by the same name.
-class NamedBuffers {
+// Activations and host-visible inputs/outputs by name, allocated on first use: the forward writes
+// them, a backward (or a later decode step) reads them by the same name. One pool can serve the
+// graphs of every bucket shape, which run one at a time, instead of one set of buffers per
+// shape. A buffer that must grow is replaced; the old one stays alive for the graphs already
+// recorded against it (record the largest shapes first to avoid that).
+class ActivationPool {
  public:
-  explicit NamedBuffers(Device& dev) : dev_(dev) {}
+  explicit ActivationPool(Device& dev) : dev_(dev) {}
   BufferRef get(const std::string& name, uint64_t elements);   // device-local, 4-byte elements
   BufferRef host(const std::string& name, uint64_t elements);  // host-visible, mapped
+  uint64_t bytes() const { return bytes_; }                    // held, retired buffers included
   Device& device() const { return dev_; }
 
  private:
   BufferRef find_or_allocate(const std::string& name, uint64_t elements, MemoryKind kind);
   Device& dev_;
-  std::map<std::string, Buffer> named_;
+  std::map<std::string, Buffer> live_;
+  std::vector<Buffer> retired_;
+  uint64_t bytes_ = 0;
 };
 
 struct Linear {
@@ -51,9 +58,9 @@ ops::AttentionLayout heads_layout(uint32_t len, uint32_t heads, uint32_t dh);
 // Philox tensor ids: one stream per dropout site, so no two masks coincide.
 uint32_t dropout_id(bool decoder, int layer, uint32_t site);
 
-// Device activations by name (a NamedBuffers, or a graph's own pool).
+// Device activations by name.
 using BufferSource = std::function<BufferRef(const std::string& name, uint64_t elements)>;
-inline BufferSource source_of(NamedBuffers& b) {
+inline BufferSource source_of(ActivationPool& b) {
   return [&b](const std::string& name, uint64_t elements) { return b.get(name, elements); };
 }
 

@@ -16,42 +16,7 @@
 
 namespace vkf::model {
 
-BufferRef ActivationPool::get(const std::string& name, uint64_t elements, MemoryKind kind) {
-  const uint64_t bytes = std::max<uint64_t>(elements, 1) * 4;
-  auto it = live_.find(name);
-  if (it != live_.end() && it->second.size() < bytes) {
-    retired_.push_back(std::move(it->second));
-    live_.erase(it);
-    it = live_.end();
-  }
-  if (it == live_.end()) {
-    it = live_.emplace(name, dev_.allocate(bytes, name, kind)).first;
-    bytes_ += bytes;
-  }
-  return it->second.ref().slice(0, elements * 4);
-}
-
 namespace {
-
-// The graph's view of its pool: device activations and host-visible inputs/outputs by name.
-struct PoolView {
-  ActivationPool& pool;
-  BufferRef get(const std::string& name, uint64_t elements) {
-    return pool.get(name, elements, MemoryKind::device);
-  }
-  BufferRef host(const std::string& name, uint64_t elements) {
-    return pool.get(name, elements, MemoryKind::host);
-  }
-};
-
-}  // namespace
-
-namespace {
-
-// Philox tensor ids: one stream per dropout site, so no two masks coincide.
-uint32_t dropout_id(bool decoder, int layer, uint32_t site) {
-  return (decoder ? 0x10000u : 0u) + uint32_t(layer) * 16u + site;
-}
 
 struct Dims {
   uint32_t B, Ls, Lt, d, H, dk, dv, dff, V;
@@ -92,7 +57,7 @@ void TrainGraph::set_batch(const BatchTokens& b) {
                 std::to_string(shape_.batch) + " x " + std::to_string(shape_.src_len) + "/" +
                 std::to_string(shape_.tgt_len) + "]");
   auto put = [&](const char* name, const std::vector<int32_t>& v) {
-    std::memcpy(PoolView{*pool_}.host(name, v.size()).mapped, v.data(), v.size() * 4);
+    std::memcpy(pool_->host(name, v.size()).mapped, v.data(), v.size() * 4);
   };
   put("in.src", b.src);
   put("in.tgt_in", b.tgt_in);
@@ -106,10 +71,9 @@ StepResult TrainGraph::run() {
   StepResult r;
   const uint32_t B = shape_.batch, Lt = shape_.tgt_len;
   std::vector<float> loss(uint64_t{B} * Lt), logp(uint64_t{B} * Lt);
-  std::memcpy(loss.data(), PoolView{*pool_}.host("out.loss", loss.size()).mapped, loss.size() * 4);
-  std::memcpy(logp.data(), PoolView{*pool_}.host("out.logp", logp.size()).mapped, logp.size() * 4);
-  const auto* tgt =
-      reinterpret_cast<const int32_t*>(PoolView{*pool_}.host("in.tgt_out", loss.size()).mapped);
+  std::memcpy(loss.data(), pool_->host("out.loss", loss.size()).mapped, loss.size() * 4);
+  std::memcpy(logp.data(), pool_->host("out.logp", logp.size()).mapped, logp.size() * 4);
+  const auto* tgt = reinterpret_cast<const int32_t*>(pool_->host("in.tgt_out", loss.size()).mapped);
   r.row_logprob.assign(B, 0.0);
   for (uint64_t i = 0; i < loss.size(); ++i) {
     if (tgt[i] == config_.pad_id) continue;
@@ -129,224 +93,53 @@ void TrainGraph::record(Recorder& rec) {
 // ---------------------------------------------------------------------------------------------
 // Forward
 
-namespace {
-
-struct Linear {
-  BufferRef weight, bias;  // weight [out, in] (PyTorch layout), bias [out]
-  uint32_t in = 0, out = 0;
-};
-
-Linear linear_of(const DeviceParams& p, const std::string& prefix, uint32_t in, uint32_t out) {
-  return {p.param(prefix + ".weight"), p.param(prefix + ".bias"), in, out};
-}
-
-// y[rows, out] = x[rows, in] W^T + b (then ReLU), fused in the matmul epilogue.
-void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
-                    const BufferRef& y, uint32_t rows, bool relu = false) {
-  ops::MatmulArgs a;
-  a.a = x;
-  a.b = l.weight;
-  a.c = y;
-  a.bias = l.bias;
-  a.m = rows;
-  a.n = l.out;
-  a.k = l.in;
-  a.trans_b = true;
-  a.epilogue = relu ? ops::Epilogue::bias_relu : ops::Epilogue::bias;
-  ops::matmul(dev, rec, a);
-}
-
-// Given dy [rows, out]: dx (= or +=) dy W; dW += dy^T x; db += ones^T dy.
-void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
-                     const BufferRef& dy, const BufferRef& dx, bool accumulate_dx,
-                     const BufferRef& dweight, const BufferRef& dbias, const BufferRef& ones,
-                     uint32_t rows) {
-  ops::MatmulArgs gx;  // dx[rows, in] = dy[rows, out] W[out, in]
-  gx.a = dy;
-  gx.b = l.weight;
-  gx.c = dx;
-  gx.m = rows;
-  gx.n = l.in;
-  gx.k = l.out;
-  gx.beta = accumulate_dx ? 1.0f : 0.0f;
-  ops::matmul(dev, rec, gx);
-
-  ops::MatmulArgs gw;  // dW[out, in] += dy^T[out, rows] x[rows, in]
-  gw.a = dy;
-  gw.trans_a = true;
-  gw.b = x;
-  gw.c = dweight;
-  gw.m = l.out;
-  gw.n = l.in;
-  gw.k = rows;
-  gw.beta = 1.0f;
-  ops::matmul(dev, rec, gw);
-
-  ops::MatmulArgs gb;  // db[1, out] += ones[1, rows] dy[rows, out]
-  gb.a = ones;
-  gb.b = dy;
-  gb.c = dbias;
-  gb.m = 1;
-  gb.n = l.out;
-  gb.k = rows;
-  gb.beta = 1.0f;
-  ops::matmul(dev, rec, gb);
-}
-
-// A [batch, len, heads * dh] projection output seen as [batch, heads, len, dh].
-ops::AttentionLayout heads_layout(uint32_t len, uint32_t heads, uint32_t dh) {
-  return {len * heads * dh, dh, heads * dh};
-}
-
-}  // namespace
-
 void TrainGraph::record_forward(Recorder& rec) {
   const ModelConfig& c = config_;
-  const Dims D{shape_.batch,
-               shape_.src_len,
-               shape_.tgt_len,
-               uint32_t(c.d_model),
-               uint32_t(c.heads),
-               uint32_t(c.head_dim_k()),
-               uint32_t(c.head_dim_v()),
-               uint32_t(c.d_ff),
-               uint32_t(c.vocab_size)};
-  PoolView b{*pool_};
-  const float drop = options_.dropout ? c.dropout : 0.0f;
-  const float attn_drop = options_.dropout ? c.attention_dropout : 0.0f;
-  const BufferRef src = b.host("in.src", D.Ns()), tgt_in = b.host("in.tgt_in", D.Nt()),
-                  tgt_out = b.host("in.tgt_out", D.Nt()), src_len = b.host("in.src_len", D.B),
-                  tgt_len = b.host("in.tgt_len", D.B);
+  const uint32_t B = shape_.batch, Ls = shape_.src_len, Lt = shape_.tgt_len,
+                 d = uint32_t(c.d_model), V = uint32_t(c.vocab_size);
+  const uint32_t Nt = B * Lt;
+  ActivationPool& b = *pool_;
+  const Forward f{dev_,
+                  rec,
+                  params_,
+                  source_of(b),
+                  scalars_,
+                  options_.dropout ? c.dropout : 0.0f,
+                  options_.dropout ? c.attention_dropout : 0.0f};
+  const BufferRef src = b.host("in.src", uint64_t{B} * Ls), tgt_in = b.host("in.tgt_in", Nt),
+                  tgt_out = b.host("in.tgt_out", Nt), src_len = b.host("in.src_len", B),
+                  tgt_len = b.host("in.tgt_len", B);
 
-  auto embed = [&](const BufferRef& tokens, uint32_t len, const BufferRef& out, uint32_t id) {
-    ops::EmbeddingForwardArgs e;
-    e.tokens = tokens;
-    e.table = params_.param("embed.weight");
-    if (c.learned_positions) e.pos_table = params_.param("pos_embed.weight");
-    e.out = out;
-    e.step = scalars_;
-    e.tokens_count = D.B * len;
-    e.d = D.d;
-    e.vocab = D.V;
-    e.len = len;
-    e.max_len = uint32_t(c.max_len);
-    e.pad_id = c.pad_id;
-    e.scale = std::sqrt(float(D.d));
-    e.dropout = drop;
-    e.tensor_id = id;
-    ops::embedding_forward(dev_, rec, e);
-  };
-
-  // x_out = LayerNorm(x + dropout(s)); saves h, mean, rstd under `name`.
-  auto add_norm = [&](const std::string& name, const std::string& norm, const BufferRef& x,
-                      const BufferRef& s, const BufferRef& x_out, uint32_t rows, uint32_t id) {
-    ops::LayerNormForwardArgs a;
-    a.x = x;
-    a.s = s;
-    a.gamma = params_.param(norm + ".weight");
-    a.beta = params_.param(norm + ".bias");
-    a.y = x_out;
-    a.h = b.get(name + ".h", uint64_t{rows} * D.d);
-    a.mean = b.get(name + ".mean", rows);
-    a.rstd = b.get(name + ".rstd", rows);
-    a.step = scalars_;
-    a.rows = rows;
-    a.d = D.d;
-    a.eps = c.layer_norm_eps;
-    a.dropout = drop;
-    a.tensor_id = id;
-    ops::layer_norm_forward(dev_, rec, a);
-  };
-
-  // Multi-head attention of xq [B*Lq, d] over xkv [B*Lk, d]; result (after o_proj) in s_out.
-  auto mha = [&](const std::string& name, const std::string& prefix, const BufferRef& xq,
-                 const BufferRef& xkv, uint32_t Lq, uint32_t Lk, const BufferRef& key_len,
-                 bool causal, const BufferRef& s_out, uint32_t id) {
-    const uint32_t nq = D.B * Lq, nk = D.B * Lk;
-    BufferRef q = b.get(name + ".q", uint64_t{nq} * D.H * D.dk);
-    BufferRef k = b.get(name + ".k", uint64_t{nk} * D.H * D.dk);
-    BufferRef v = b.get(name + ".v", uint64_t{nk} * D.H * D.dv);
-    BufferRef o = b.get(name + ".o", uint64_t{nq} * D.H * D.dv);
-    linear_forward(dev_, rec, linear_of(params_, prefix + ".q_proj", D.d, D.H * D.dk), xq, q, nq);
-    linear_forward(dev_, rec, linear_of(params_, prefix + ".k_proj", D.d, D.H * D.dk), xkv, k, nk);
-    linear_forward(dev_, rec, linear_of(params_, prefix + ".v_proj", D.d, D.H * D.dv), xkv, v, nk);
-    ops::AttentionArgs a;
-    a.batch = D.B;
-    a.heads = D.H;
-    a.len_q = Lq;
-    a.len_k = Lk;
-    a.d_k = D.dk;
-    a.d_v = D.dv;
-    a.q = q;
-    a.k = k;
-    a.v = v;
-    a.o = o;
-    a.q_layout = heads_layout(Lq, D.H, D.dk);
-    a.k_layout = heads_layout(Lk, D.H, D.dk);
-    a.v_layout = heads_layout(Lk, D.H, D.dv);
-    a.o_layout = heads_layout(Lq, D.H, D.dv);
-    a.lse = b.get(name + ".lse", uint64_t{D.B} * D.H * Lq);
-    a.key_len = key_len;
-    a.causal = causal;
-    a.dropout_p = attn_drop;
-    a.dropout_tensor = id;
-    a.scalars = scalars_;
-    ops::attention_forward(dev_, rec, a);
-    linear_forward(dev_, rec, linear_of(params_, prefix + ".o_proj", D.H * D.dv, D.d), o, s_out,
-                   nq);
-  };
-
-  auto ffn = [&](const std::string& name, const std::string& prefix, const BufferRef& x,
-                 const BufferRef& s_out, uint32_t rows) {
-    BufferRef f = b.get(name + ".f", uint64_t{rows} * D.dff);
-    linear_forward(dev_, rec, linear_of(params_, prefix + ".fc1", D.d, D.dff), x, f, rows, true);
-    linear_forward(dev_, rec, linear_of(params_, prefix + ".fc2", D.dff, D.d), f, s_out, rows);
-  };
-
-  // Encoder.
-  const uint32_t Ns = D.Ns(), Nt = D.Nt();
-  BufferRef x = b.get("enc.embed", uint64_t{Ns} * D.d);
-  embed(src, D.Ls, x, dropout_id(false, 0, 15));
-  for (int l = 0; l < c.encoder_layers; ++l) {
-    const std::string n = "enc." + std::to_string(l), p = "encoder.layers." + std::to_string(l);
-    BufferRef s1 = b.get(n + ".s1", uint64_t{Ns} * D.d), x1 = b.get(n + ".x1", uint64_t{Ns} * D.d);
-    mha(n + ".self", p + ".self_attn", x, x, D.Ls, D.Ls, src_len, false, s1,
-        dropout_id(false, l, 0));
-    add_norm(n + ".ln1", p + ".self_attn_norm", x, s1, x1, Ns, dropout_id(false, l, 1));
-    BufferRef s2 = b.get(n + ".s2", uint64_t{Ns} * D.d), x2 = b.get(n + ".x2", uint64_t{Ns} * D.d);
-    ffn(n + ".ffn", p + ".ffn", x1, s2, Ns);
-    add_norm(n + ".ln2", p + ".ffn_norm", x1, s2, x2, Ns, dropout_id(false, l, 2));
-    x = x2;
-  }
-  const BufferRef memory = x;
+  const BufferRef memory = encoder_forward(f, src, src_len, B, Ls);
 
   // Decoder.
-  BufferRef y = b.get("dec.embed", uint64_t{Nt} * D.d);
-  embed(tgt_in, D.Lt, y, dropout_id(true, 0, 15));
+  BufferRef y = b.get("dec.embed", uint64_t{Nt} * d);
+  embed(f, tgt_in, Nt, Lt, BufferRef{}, y, dropout_id(true, 0, 15));
   for (int l = 0; l < c.decoder_layers; ++l) {
     const std::string n = "dec." + std::to_string(l), p = "decoder.layers." + std::to_string(l);
-    BufferRef s1 = b.get(n + ".s1", uint64_t{Nt} * D.d), y1 = b.get(n + ".y1", uint64_t{Nt} * D.d);
-    mha(n + ".self", p + ".self_attn", y, y, D.Lt, D.Lt, tgt_len, true, s1, dropout_id(true, l, 0));
-    add_norm(n + ".ln1", p + ".self_attn_norm", y, s1, y1, Nt, dropout_id(true, l, 1));
-    BufferRef s2 = b.get(n + ".s2", uint64_t{Nt} * D.d), y2 = b.get(n + ".y2", uint64_t{Nt} * D.d);
-    mha(n + ".cross", p + ".cross_attn", y1, memory, D.Lt, D.Ls, src_len, false, s2,
+    BufferRef s1 = b.get(n + ".s1", uint64_t{Nt} * d), y1 = b.get(n + ".y1", uint64_t{Nt} * d);
+    mha(f, n + ".self", p + ".self_attn", y, y, B, Lt, Lt, tgt_len, true, s1,
+        dropout_id(true, l, 0));
+    add_norm(f, n + ".ln1", p + ".self_attn_norm", y, s1, y1, Nt, dropout_id(true, l, 1));
+    BufferRef s2 = b.get(n + ".s2", uint64_t{Nt} * d), y2 = b.get(n + ".y2", uint64_t{Nt} * d);
+    mha(f, n + ".cross", p + ".cross_attn", y1, memory, B, Lt, Ls, src_len, false, s2,
         dropout_id(true, l, 2));
-    add_norm(n + ".ln2", p + ".cross_attn_norm", y1, s2, y2, Nt, dropout_id(true, l, 3));
-    BufferRef s3 = b.get(n + ".s3", uint64_t{Nt} * D.d), y3 = b.get(n + ".y3", uint64_t{Nt} * D.d);
-    ffn(n + ".ffn", p + ".ffn", y2, s3, Nt);
-    add_norm(n + ".ln3", p + ".ffn_norm", y2, s3, y3, Nt, dropout_id(true, l, 4));
+    add_norm(f, n + ".ln2", p + ".cross_attn_norm", y1, s2, y2, Nt, dropout_id(true, l, 3));
+    BufferRef s3 = b.get(n + ".s3", uint64_t{Nt} * d), y3 = b.get(n + ".y3", uint64_t{Nt} * d);
+    ffn(f, n + ".ffn", p + ".ffn", y2, s3, Nt);
+    add_norm(f, n + ".ln3", p + ".ffn_norm", y2, s3, y3, Nt, dropout_id(true, l, 4));
     y = y3;
   }
 
   // Output projection with the shared embedding: logits[Nt, V] = y E^T.
-  BufferRef logits = b.get("logits", uint64_t{Nt} * D.V);
+  BufferRef logits = b.get("logits", uint64_t{Nt} * V);
   ops::MatmulArgs proj;
   proj.a = y;
   proj.b = params_.param("embed.weight");
   proj.c = logits;
   proj.m = Nt;
-  proj.n = D.V;
-  proj.k = D.d;
+  proj.n = V;
+  proj.k = d;
   proj.trans_b = true;
   ops::matmul(dev_, rec, proj);
 
@@ -359,8 +152,8 @@ void TrainGraph::record_loss(Recorder& rec, const BufferRef& logits, const Buffe
   a.logits = logits;
   a.targets = targets;
   a.step = scalars_;
-  a.row_loss = PoolView{*pool_}.host("out.loss", rows);
-  a.row_logp = PoolView{*pool_}.host("out.logp", rows);
+  a.row_loss = pool_->host("out.loss", rows);
+  a.row_logp = pool_->host("out.logp", rows);
   if (options_.backward) a.dlogits = logits;  // in place: the logits are not needed again
   a.rows = rows;
   a.vocab = uint32_t(config_.vocab_size);
@@ -383,7 +176,7 @@ void TrainGraph::record_backward(Recorder& rec) {
                uint32_t(c.head_dim_v()),
                uint32_t(c.d_ff),
                uint32_t(c.vocab_size)};
-  PoolView b{*pool_};
+  ActivationPool& b = *pool_;
   const float drop = options_.dropout ? c.dropout : 0.0f;
   const float attn_drop = options_.dropout ? c.attention_dropout : 0.0f;
   const uint32_t Ns = D.Ns(), Nt = D.Nt(), Nmax = std::max(Ns, Nt);
@@ -575,7 +368,7 @@ void TrainGraph::embedding_backward_into(Recorder& rec, const BufferRef& tokens,
   e.dout = dout;
   e.dtable = params_.grad("embed.weight");
   if (c.learned_positions) e.dpos_table = params_.grad("pos_embed.weight");
-  e.scratch = PoolView{*pool_}.get(
+  e.scratch = pool_->get(
       "grad.embed_scratch." + std::to_string(len),
       ops::embedding_backward_scratch_bytes(uint32_t(c.vocab_size), uint32_t(c.max_len), count) /
               4 +

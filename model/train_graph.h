@@ -15,6 +15,7 @@
 #include "engine/recorder.h"
 #include "engine/step_scalars.h"
 #include "model/device_params.h"
+#include "model/layers.h"
 
 namespace vkf::model {
 
@@ -23,24 +24,6 @@ struct BucketShape {
   bool operator<(const BucketShape& o) const {
     return std::tie(batch, src_len, tgt_len) < std::tie(o.batch, o.src_len, o.tgt_len);
   }
-};
-
-// Activations and input/output buffers by name, shared by the graphs of every bucket shape: the
-// graphs run one at a time, so one set of buffers (as large as the largest shape needs) serves
-// them all instead of one set per shape. A buffer that must grow is replaced; the old one is kept
-// alive for the graphs already recorded against it. Record the largest shapes first to avoid
-// that.
-class ActivationPool {
- public:
-  explicit ActivationPool(Device& dev) : dev_(dev) {}
-  BufferRef get(const std::string& name, uint64_t elements, MemoryKind kind);
-  uint64_t bytes() const { return bytes_; }  // device + host bytes held, retired buffers included
-
- private:
-  Device& dev_;
-  std::map<std::string, Buffer> live_;
-  std::vector<Buffer> retired_;
-  uint64_t bytes_ = 0;
 };
 
 struct GraphOptions {

@@ -26,7 +26,7 @@ class DecodeState {
   DecodeState(Device& dev, const ModelConfig& config, const DecodeShape& shape);
 
   const DecodeShape& shape() const { return shape_; }
-  NamedBuffers& named() { return named_; }
+  ActivationPool& named() { return named_; }
 
   // Host-visible inputs, int32.
   BufferRef src() { return named_.host("in.src", uint64_t{shape_.batch} * shape_.src_len); }
@@ -55,7 +55,7 @@ class DecodeState {
  private:
   ModelConfig config_;
   DecodeShape shape_;
-  NamedBuffers named_;
+  ActivationPool named_;
 };
 
 }  // namespace vkf::model::decode
