@@ -97,6 +97,11 @@ int run(const TranslateArgs& args) {
         });
     for (size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
+      if (r.truncated)
+        std::fprintf(stderr,
+                     "vkf translate: line %llu is longer than the model's %u positions; only its "
+                     "start was translated\n",
+                     static_cast<unsigned long long>(base + i), translator.max_source_pieces() + 1);
       if (args.options.nbest <= 1) {
         out << (r.nbest.empty() ? std::string() : r.nbest[0].text) << '\n';
         continue;

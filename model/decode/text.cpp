@@ -17,6 +17,7 @@ std::vector<LineTranslation> translate_lines(Translator& translator, const Token
       continue;
     }
     sources[i] = tokenizer.encode(lines[i]);
+    out[i].truncated = sources[i].size() > translator.max_source_pieces();
   }
   auto found = translator.translate(sources, progress);
   for (size_t i = 0; i < lines.size(); ++i)

@@ -19,6 +19,7 @@ struct LineTranslation {
   };
   std::vector<Entry> nbest;  // best first; empty for an empty or invalid line
   bool invalid_utf8 = false;
+  bool truncated = false;  // longer than the model's positions: only its start was translated
 };
 
 // `invalid(line_number)` (1-based) is called for each line that is not valid UTF-8.

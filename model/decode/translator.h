@@ -44,6 +44,8 @@ class Translator {
 
   // Maximum output length (EOS included) for a source of `source_tokens` (EOS included).
   uint32_t max_output(uint32_t source_tokens) const;
+  // Longest source translate() keeps whole, in pieces (EOS excluded).
+  uint32_t max_source_pieces() const { return uint32_t(config_.max_len) - 1; }
   const TranslateStats& stats() const { return stats_; }
   const TranslateOptions& options() const { return options_; }
 

@@ -337,6 +337,14 @@ VKF_TEST_CASE("translate text: tokenizer next to the checkpoint, invalid UTF-8 c
   CHECK(out[2].nbest.empty());
   CHECK(out[0].nbest.size() == 1);
   CHECK(out[3].nbest.size() == 1);
+  CHECK_FALSE(out[0].truncated);
+
+  // A line longer than the model's 40 positions is flagged, and still translated.
+  std::string long_line;
+  for (int i = 0; i < 60; ++i) long_line += "the house ";
+  auto long_out = translate_lines(tr, m.tokenizer, {long_line});
+  CHECK(long_out[0].truncated);
+  CHECK(long_out[0].nbest.size() == 1);
 
   // Errors: a missing model, a tokenizer with another checksum.
   CHECK_THROWS_WITH(load_model(dir.file("nope")), Catch::Contains("does not exist"));
