@@ -71,6 +71,14 @@ void Sequence::wait() {
   device_->wait_fence(fence_.get(), "a recorded sequence");
 }
 
+bool Sequence::ready() const {
+  if (!pending_) return true;
+  VkResult r = vkGetFenceStatus(device_->handle(), fence_.get());
+  if (r == VK_NOT_READY) return false;
+  check(r, "polling a recorded sequence on " + device_->label());
+  return true;
+}
+
 std::vector<KernelTiming> Sequence::timings() const {
   std::vector<KernelTiming> out;
   if (!queries_ || names_.empty()) return out;

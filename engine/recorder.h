@@ -54,6 +54,9 @@ class Sequence {
 
   void submit();
   void wait();
+  // Non-blocking: true once the last submission has finished (or when nothing is pending).
+  // Throws DeviceLostError when the device was lost.
+  bool ready() const;
   void run() {
     submit();
     wait();

@@ -31,8 +31,12 @@ Optimizer::Optimizer(Device& dev, DeviceParams& params, const BufferRef& step_sc
   seq_ = std::make_unique<Sequence>(rec.finish());
 }
 
-Optimizer::Result Optimizer::step() {
-  seq_->run();
+void Optimizer::submit() {
+  seq_->submit();
+}
+
+Optimizer::Result Optimizer::collect() {
+  seq_->wait();
   ops::GradNormResult r;
   std::memcpy(&r, norm_.mapped(), sizeof r);
   return {r.norm, r.nonfinite == 0};

@@ -21,7 +21,12 @@ class Optimizer {
     double grad_norm = 0;
     bool finite = true;
   };
-  Result step();
+  Result step() {
+    submit();
+    return collect();
+  }
+  void submit();
+  Result collect();
 
  private:
   Device& dev_;

@@ -66,8 +66,12 @@ void TrainGraph::set_batch(const BatchTokens& b) {
   put("in.tgt_len", b.tgt_len);
 }
 
-StepResult TrainGraph::run() {
-  seq_->run();
+void TrainGraph::submit() {
+  seq_->submit();
+}
+
+StepResult TrainGraph::collect() {
+  seq_->wait();
   StepResult r;
   const uint32_t B = shape_.batch, Lt = shape_.tgt_len;
   std::vector<float> loss(uint64_t{B} * Lt), logp(uint64_t{B} * Lt);

@@ -60,7 +60,14 @@ class TrainGraph {
   // Writes the batch's ids into the graph's input buffers (host-visible, no copy).
   void set_batch(const BatchTokens& batch);
   // Runs forward (+ backward); gradients are added to the parameter gradients.
-  StepResult run();
+  StepResult run() {
+    submit();
+    return collect();
+  }
+  // The same in two halves, so that replicas on several devices run at once.
+  void submit();
+  bool ready() const { return seq_->ready(); }
+  StepResult collect();
   Sequence& sequence() { return *seq_; }
 
  private:

@@ -8,6 +8,7 @@
 #include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
 #include "engine/error.h"
+#include "engine/exchange/process_group.h"
 #include "model/data/tokenizer.h"
 #include "model/train/trainer.h"
 
@@ -21,6 +22,7 @@ struct TrainArgs {
   int vocab_size = model::k_default_vocab_size;
   std::string max_time;
   std::string device;
+  std::vector<std::string> devices;
   std::string schedule = "noam";
   bool quiet = false;
   // Individual model knobs (override preset and config file when given).
@@ -92,6 +94,7 @@ int run_train(TrainArgs& a) {
     throw Error("--lr-schedule must be noam or constant");
   if (o.max_sequence_len > o.config.max_len) o.config.max_len = o.max_sequence_len;
   if (a.quiet) o.progress = nullptr;
+  o.balance = o.balance_after > 0;
   o.validate();
 
   if (!std::filesystem::exists(o.vocab)) {
@@ -110,9 +113,27 @@ int run_train(TrainArgs& a) {
     model::Tokenizer::train(t);
   }
 
-  auto dev = open_device(a.device);
+  // Data parallel: --devices lists one replica per entry (repeats make several logical devices
+  // on one physical device); under mpirun each process takes the entry of its rank.
+  std::unique_ptr<ProcessGroup> group = mpi_process_group();
+  std::vector<std::string> selectors =
+      a.devices.empty() ? std::vector<std::string>{a.device} : a.devices;
+  if (group) {
+    if (selectors.size() > 1 && int(selectors.size()) != group->size())
+      throw Error("under mpirun, --devices lists one device per process (" +
+                  std::to_string(group->size()) + "), or one for all");
+    selectors = {selectors[selectors.size() == 1 ? 0 : size_t(group->rank())]};
+    o.group = group.get();
+    if (group->rank() != 0) o.progress = nullptr;
+  }
+  std::vector<std::unique_ptr<Device>> devices;
+  std::vector<Device*> replicas;
+  for (const auto& sel : selectors) {
+    devices.push_back(open_device(sel));
+    replicas.push_back(devices.back().get());
+  }
   o.stop_requested = &install_stop_handler();
-  model::TrainSummary s = model::train(*dev, o);
+  model::TrainSummary s = model::train(replicas, o);
   if (s.interrupted)
     std::fprintf(stderr, "stopped by signal at step %llu; resume with --resume\n",
                  static_cast<unsigned long long>(s.steps));
@@ -141,7 +162,13 @@ RegisterCommand reg("train", "Train a Transformer on a parallel corpus", [](CLI:
   sub.add_option("--max-time", a->max_time, "Stop after this long (90s, 15m, 2h, 1h30m)");
   sub.add_option("--seed", o.seed, "Initialisation, shuffling and dropout")->capture_default_str();
   sub.add_option("--device", a->device, "Device: index, vendor, type or name part");
+  sub.add_option("--devices", a->devices,
+                 "Data-parallel replicas, one per device (e.g. 0,1; repeats allowed)")
+      ->delimiter(',');
   sub.add_flag("--resume", o.resume, "Continue the run in --out from its latest checkpoint");
+  sub.add_option("--balance-after", o.balance_after,
+                 "Steps with equal shares before shares follow each device's speed (0: never)")
+      ->capture_default_str();
 
   auto* model = sub.add_option_group("model", "Model (Table 3 of the paper)");
   model->add_option("--d-model", a->d_model, "Model width");

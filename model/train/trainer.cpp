@@ -1,14 +1,17 @@
 #include "model/train/trainer.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <regex>
+#include <thread>
 
 #include "engine/error.h"
+#include "engine/exchange/gradient_exchange.h"
 #include "engine/step_scalars.h"
 #include "model/checkpoint.h"
 #include "model/data/corpus.h"
@@ -62,6 +65,44 @@ uint32_t micro_batch_seed(uint64_t seed, int micro) {
 
 BatchTokens tokens_of(const Batch& b) {
   return {b.src, b.tgt_in, b.tgt_out, b.src_lengths, b.tgt_lengths};
+}
+
+// Rows of a batch per replica, proportional to the weights; largest remainders get the leftover
+// rows (ties to the lower index), so every process computes the same split.
+std::vector<int> split_rows(int rows, const std::vector<double>& weights) {
+  const size_t n = weights.size();
+  double total = 0;
+  for (double w : weights) total += w;
+  std::vector<int> out(n, 0);
+  std::vector<std::pair<double, size_t>> rest;
+  int given = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double exact = double(rows) * weights[i] / total;
+    out[i] = int(exact);
+    given += out[i];
+    rest.emplace_back(-(exact - double(out[i])), i);
+  }
+  std::sort(rest.begin(), rest.end());
+  for (size_t k = 0; given < rows; ++k, ++given) out[rest[k % n].second]++;
+  return out;
+}
+
+// Rows [first, first + count) of a batch.
+BatchTokens slice_rows(const Batch& b, int first, int count) {
+  auto rows = [&](const std::vector<int32_t>& v, int len) {
+    return std::vector<int32_t>(v.begin() + ptrdiff_t(first) * len,
+                                v.begin() + ptrdiff_t(first + count) * len);
+  };
+  return {rows(b.src, b.src_len), rows(b.tgt_in, b.tgt_len), rows(b.tgt_out, b.tgt_len),
+          rows(b.src_lengths, 1), rows(b.tgt_lengths, 1)};
+}
+
+// FNV-1a of the parameters' bytes: replicas must stay identical.
+uint64_t bytes_hash(const std::vector<float>& v) {
+  uint64_t h = 1469598103934665603ull;
+  const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+  for (size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
 }
 
 // Graphs by bucket shape, recorded on first use, sharing one activation pool.
@@ -127,36 +168,67 @@ int64_t max_tokens_for_device(const Device& dev, int vocab) {
   return int64_t(limit / (uint64_t(vocab) * 4)) / 8 * 8;
 }
 
+// One data-parallel replica: a device with its own copy of the parameters, optimizer state,
+// per-step scalars, activations and recorded graphs.
+struct Replica {
+  Device* dev = nullptr;
+  int global_index = 0;
+  std::unique_ptr<DeviceParams> params;
+  Buffer scalars;
+  StepScalars* sc = nullptr;
+  std::shared_ptr<ActivationPool> pool;
+  std::unique_ptr<GraphCache> train_graphs, valid_graphs;
+  std::unique_ptr<Optimizer> optimizer;
+  // Throughput for balancing: rows trained and seconds from submit to completion.
+  double rows_done = 0, busy_seconds = 0;
+};
+
 class Run {
  public:
-  Run(Device& dev, const TrainerOptions& o) : dev_(dev), o_(o) {}
+  Run(const std::vector<Device*>& devices, const TrainerOptions& o) : devices_(devices), o_(o) {}
   TrainSummary go();
 
  private:
+  bool leader() const { return !o_.group || o_.group->rank() == 0; }
+  int world() const { return int(replicas_.size()) * (o_.group ? o_.group->size() : 1); }
   void say(const std::string& line) {
-    if (o_.progress) std::fprintf(o_.progress, "%s\n", line.c_str());
-    if (o_.progress) std::fflush(o_.progress);
+    if (o_.progress && leader()) {
+      std::fprintf(o_.progress, "%s\n", line.c_str());
+      std::fflush(o_.progress);
+    }
+  }
+  void log(const nlohmann::json& record) {
+    if (log_) log_->write(record);
+  }
+  void sum_across_processes(std::vector<double>& v) {
+    if (o_.group) o_.group->sum(v.data(), v.size());
   }
   ExampleStore read(const CorpusFiles& files, const char* what);
+  void setup_replicas(const std::vector<float>& initial, const TrainState& resumed);
+  // One micro-batch on every replica; returns (loss, nll, tokens) summed over this process.
+  std::array<double, 3> run_micro_batch(const Batch& b, uint64_t step, int micro);
+  void rebalance();
   ValidationResult validate();
   std::string save();
+  void check_replicas_identical();
+  std::string last_good() const;
   double lr_at(uint64_t step) const;
   bool should_stop(double elapsed) const;
   double fraction_done(double elapsed) const;
 
-  Device& dev_;
+  std::vector<Device*> devices_;
   TrainerOptions o_;
   std::optional<Tokenizer> tok_;
   ModelConfig config_;
   ExampleStore train_store_, valid_store_;
   std::unique_ptr<Batcher> train_batcher_, valid_batcher_;
-  std::unique_ptr<DeviceParams> params_;
-  Buffer scalars_;
-  std::shared_ptr<ActivationPool> pool_;
-  std::unique_ptr<GraphCache> train_graphs_, valid_graphs_;
+  std::vector<Replica> replicas_;
+  std::vector<double> weights_;  // share of every batch, per global replica
+  std::unique_ptr<GradientExchange> exchange_;
   std::unique_ptr<BatchStream> stream_;
   std::unique_ptr<JsonlLog> log_;
   TrainState state_;
+  uint64_t saved_step_ = 0;
   Clock::time_point started_;
   double elapsed_before_ = 0;  // from earlier parts of a resumed run
 };
@@ -206,55 +278,187 @@ double Run::fraction_done(double elapsed) const {
   return std::min(f, 1.0);
 }
 
+std::string Run::last_good() const {
+  return saved_step_ > 0 ? "the last good checkpoint is " +
+                               (fs::path(o_.out_dir) / checkpoint_name(saved_step_)).string()
+                         : std::string("no checkpoint was written yet");
+}
+
+void Run::setup_replicas(const std::vector<float>& initial, const TrainState& resumed) {
+  const int rank = o_.group ? o_.group->rank() : 0;
+  ops::AdamOptions adam = o_.adam;
+  adam.d_model = float(config_.d_model);
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    Replica& r = replicas_.emplace_back();
+    r.dev = devices_[i];
+    r.global_index = rank * int(devices_.size()) + int(i);
+    r.params = std::make_unique<DeviceParams>(*r.dev, config_);
+    r.params->upload(initial);
+    if (o_.resume) r.params->upload_moments(resumed.adam_m, resumed.adam_v);
+    r.scalars = r.dev->allocate(sizeof(StepScalars), "step scalars", MemoryKind::host);
+    r.sc = reinterpret_cast<StepScalars*>(r.scalars.mapped());
+    *r.sc = StepScalars{};
+    r.pool = std::make_shared<ActivationPool>(*r.dev);
+    r.train_graphs = std::make_unique<GraphCache>(
+        *r.dev, *r.params, r.scalars.ref(),
+        GraphOptions{.backward = true, .dropout = true, .profile = false, .pool = r.pool});
+    r.valid_graphs = std::make_unique<GraphCache>(
+        *r.dev, *r.params, r.scalars.ref(),
+        GraphOptions{.backward = false, .dropout = false, .profile = false, .pool = r.pool});
+    r.optimizer = std::make_unique<Optimizer>(*r.dev, *r.params, r.scalars.ref(), adam);
+  }
+  weights_.assign(size_t(world()), 1.0);
+  if (world() > 1) {
+    std::vector<Device*> devs;
+    std::vector<BufferRef> grads;
+    for (auto& r : replicas_) {
+      devs.push_back(r.dev);
+      grads.push_back(r.params->grads().ref());
+    }
+    exchange_ = std::make_unique<GradientExchange>(
+        devs, grads, replicas_[0].params->layout().total_floats(), o_.group);
+  }
+}
+
+std::array<double, 3> Run::run_micro_batch(const Batch& b, uint64_t step, int micro) {
+  const std::vector<int> rows = split_rows(b.batch_size, weights_);
+  int first = 0;
+  for (int g = 0; g < replicas_[0].global_index; ++g) first += rows[size_t(g)];
+  struct Pending {
+    Replica* r;
+    TrainGraph* g;
+    int rows;
+    Clock::time_point submitted;
+  };
+  std::vector<Pending> pending;
+  for (Replica& r : replicas_) {
+    const int n = rows[size_t(r.global_index)];
+    if (n > 0) {
+      if (int(step) == int(o_.fail_step) && r.global_index == o_.fail_replica)
+        throw DeviceLostError("VK_ERROR_DEVICE_LOST (injected for a test) on " + r.dev->label());
+      TrainGraph& g = r.train_graphs->get(n, b.src_len, b.tgt_len);
+      g.set_batch(slice_rows(b, first, n));
+      r.sc->step = uint32_t(step);
+      r.sc->seed = micro_batch_seed(o_.seed, micro);
+      r.sc->grad_scale = 1.0f;
+      g.submit();
+      pending.push_back({&r, &g, n, Clock::now()});
+    }
+    first += n;
+  }
+  std::array<double, 3> sums{0, 0, 0};
+  // Collect as each finishes, which also times each replica for balancing.
+  while (!pending.empty()) {
+    for (size_t i = 0; i < pending.size();) {
+      Pending& p = pending[i];
+      if (pending.size() > 1 && !p.g->ready()) {
+        ++i;
+        continue;
+      }
+      StepResult res = p.g->collect();
+      p.r->busy_seconds += seconds_since(p.submitted);
+      p.r->rows_done += p.rows;
+      sums[0] += res.loss_sum;
+      sums[1] += res.nll_sum;
+      sums[2] += double(res.tokens);
+      pending.erase(pending.begin() + ptrdiff_t(i));
+    }
+    if (!pending.empty()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return sums;
+}
+
+void Run::rebalance() {
+  std::vector<double> rate(size_t(world()), 0.0);
+  for (const Replica& r : replicas_)
+    rate[size_t(r.global_index)] = r.rows_done / std::max(r.busy_seconds, 1e-9);
+  sum_across_processes(rate);
+  std::string line = "balanced shares (rows/s):";
+  for (size_t g = 0; g < rate.size(); ++g) {
+    weights_[g] = std::max(rate[g], 1e-6);
+    char part[48];
+    std::snprintf(part, sizeof part, " [%zu] %.0f", g, rate[g]);
+    line += part;
+  }
+  say(line);
+  log({{"event", "balance"}, {"step", state_.step}, {"rows_per_second", rate}});
+}
+
 ValidationResult Run::validate() {
   ValidationResult v;
   double loss = 0, nll = 0;
+  Replica& r = replicas_[0];
   EpochPlan plan = valid_batcher_->plan(0);
   for (size_t i = 0; i < plan.size(); ++i) {
     Batch b = valid_batcher_->make_batch(plan, i);
-    TrainGraph& g = valid_graphs_->get(b.batch_size, b.src_len, b.tgt_len);
+    TrainGraph& g = r.valid_graphs->get(b.batch_size, b.src_len, b.tgt_len);
     g.set_batch(tokens_of(b));
-    StepResult r = g.run();
-    loss += r.loss_sum;
-    nll += r.nll_sum;
-    v.tokens += r.tokens;
+    StepResult res = g.run();
+    loss += res.loss_sum;
+    nll += res.nll_sum;
+    v.tokens += res.tokens;
   }
   v.loss_per_token = loss / double(std::max<uint64_t>(v.tokens, 1));
   v.nll_per_token = nll / double(std::max<uint64_t>(v.tokens, 1));
   return v;
 }
 
-std::string Run::save() {
-  state_.position = stream_->position();
-  state_.elapsed_seconds = elapsed_before_ + seconds_since(started_);
-  state_.adam_m = params_->download_m();
-  state_.adam_v = params_->download_v();
-  const fs::path dir(o_.out_dir);
-  // The state first: a checkpoint that exists always has its state beside it.
-  save_train_state((dir / train_state_name(state_.step)).string(), state_);
-  state_.adam_m.clear();
-  state_.adam_v.clear();
-  const std::string path = (dir / checkpoint_name(state_.step)).string();
-  save_checkpoint(path, config_, params_->layout(), params_->download(), state_.step);
-  auto all = list_checkpoints(o_.out_dir);
-  for (size_t i = 0; i + size_t(o_.keep_checkpoints) < all.size(); ++i) {
-    std::error_code ec;
-    fs::remove(all[i].second, ec);
-    fs::remove(train_state_path(all[i].second.string()), ec);
+void Run::check_replicas_identical() {
+  if (world() == 1) return;
+  std::vector<double> hashes(size_t(world()) * 2, 0.0);
+  for (Replica& r : replicas_) {
+    const uint64_t h = bytes_hash(r.params->download());
+    hashes[2 * size_t(r.global_index)] = double(h >> 32);
+    hashes[2 * size_t(r.global_index) + 1] = double(h & 0xffffffffu);
   }
-  log_->write({{"event", "checkpoint"}, {"step", state_.step}, {"path", path}});
+  sum_across_processes(hashes);
+  for (size_t g = 1; g < size_t(world()); ++g)
+    if (hashes[2 * g] != hashes[0] || hashes[2 * g + 1] != hashes[1])
+      throw Error("replica " + std::to_string(g) +
+                  " no longer holds the same parameters as replica 0 at step " +
+                  std::to_string(state_.step) + " (devices computing differently?); " +
+                  last_good());
+}
+
+std::string Run::save() {
+  check_replicas_identical();
+  const fs::path dir(o_.out_dir);
+  const std::string path = (dir / checkpoint_name(state_.step)).string();
+  if (leader()) {
+    Replica& r = replicas_[0];
+    state_.position = stream_->position();
+    state_.elapsed_seconds = elapsed_before_ + seconds_since(started_);
+    state_.adam_m = r.params->download_m();
+    state_.adam_v = r.params->download_v();
+    // The state first: a checkpoint that exists always has its state beside it.
+    save_train_state((dir / train_state_name(state_.step)).string(), state_);
+    state_.adam_m.clear();
+    state_.adam_v.clear();
+    save_checkpoint(path, config_, r.params->layout(), r.params->download(), state_.step);
+    auto all = list_checkpoints(o_.out_dir);
+    for (size_t i = 0; i + size_t(o_.keep_checkpoints) < all.size(); ++i) {
+      std::error_code ec;
+      fs::remove(all[i].second, ec);
+      fs::remove(train_state_path(all[i].second.string()), ec);
+    }
+    log({{"event", "checkpoint"}, {"step", state_.step}, {"path", path}});
+  }
+  saved_step_ = state_.step;
   return path;
 }
 
 TrainSummary Run::go() {
   o_.validate();
+  if (devices_.empty()) throw Error("training needs at least one device");
+  if (o_.group && o_.group->size() > 1 && o_.stop_requested)
+    say("note: Ctrl-C stops every process at the end of the step");
   fs::create_directories(o_.out_dir);
   tok_ = Tokenizer::load(o_.vocab);
   config_ = config_for(o_, *tok_);
 
   // The vocabulary travels with the checkpoints (translate finds it there).
   const fs::path vocab_copy = fs::path(o_.out_dir) / config_.tokenizer;
-  if (!fs::exists(vocab_copy) || !fs::equivalent(vocab_copy, o_.vocab)) {
+  if (leader() && (!fs::exists(vocab_copy) || !fs::equivalent(vocab_copy, o_.vocab))) {
     const fs::path tmp = vocab_copy.string() + ".tmp";
     fs::copy_file(o_.vocab, tmp, fs::copy_options::overwrite_existing);
     fs::rename(tmp, vocab_copy);
@@ -262,6 +466,7 @@ TrainSummary Run::go() {
 
   // Resume, or refuse to mix a new run into a directory that holds one.
   std::vector<float> initial;
+  TrainState resumed;
   const auto existing = list_checkpoints(o_.out_dir);
   if (o_.resume) {
     if (existing.empty())
@@ -270,16 +475,20 @@ TrainSummary Run::go() {
     Checkpoint ck = load_checkpoint(path);
     require_compatible(config_, ck.config, path);
     ParamLayout layout(config_);
-    state_ = load_train_state(train_state_path(path), layout.total_floats());
-    if (state_.step != ck.step)
+    resumed = load_train_state(train_state_path(path), layout.total_floats());
+    if (resumed.step != ck.step)
       throw Error(path + " and its optimizer state disagree on the step (" +
-                  std::to_string(ck.step) + " vs " + std::to_string(state_.step) + ")");
-    if (state_.seed != o_.seed)
-      say("note: resuming with the run's seed " + std::to_string(state_.seed) + " (not --seed " +
+                  std::to_string(ck.step) + " vs " + std::to_string(resumed.step) + ")");
+    if (resumed.seed != o_.seed)
+      say("note: resuming with the run's seed " + std::to_string(resumed.seed) + " (not --seed " +
           std::to_string(o_.seed) + ")");
-    o_.seed = state_.seed;
+    o_.seed = resumed.seed;
     initial = std::move(ck.params);
+    state_ = resumed;
+    state_.adam_m.clear();
+    state_.adam_v.clear();
     elapsed_before_ = state_.elapsed_seconds;
+    saved_step_ = state_.step;
     say("resuming from " + path + " at step " + std::to_string(state_.step));
   } else {
     if (!existing.empty())
@@ -300,12 +509,14 @@ TrainSummary Run::go() {
   BatcherOptions bo = o_.batching;
   bo.seed = o_.seed;
   if (bo.buckets.empty()) bo.max_len = o_.max_sequence_len;
-  const int64_t device_cap = max_tokens_for_device(dev_, config_.vocab_size);
-  if (bo.max_tokens > device_cap) {
-    say("note: --max-tokens " + std::to_string(bo.max_tokens) + " lowered to " +
-        std::to_string(device_cap) + ": the logits of a larger batch exceed what " +
-        dev_.info().name + " can bind in one buffer (use --accumulate for larger batches)");
-    bo.max_tokens = device_cap;
+  for (Device* dev : devices_) {
+    const int64_t cap = max_tokens_for_device(*dev, config_.vocab_size);
+    if (bo.max_tokens > cap) {
+      say("note: --max-tokens " + std::to_string(bo.max_tokens) + " lowered to " +
+          std::to_string(cap) + ": the logits of a larger batch exceed what " + dev->info().name +
+          " can bind in one buffer (use --accumulate for larger batches)");
+      bo.max_tokens = cap;
+    }
   }
   train_batcher_ = std::make_unique<Batcher>(train_store_, tok_->ids(), bo);
   if (o_.valid) {
@@ -314,129 +525,126 @@ TrainSummary Run::go() {
     valid_batcher_ = std::make_unique<Batcher>(valid_store_, tok_->ids(), vo);
   }
 
-  params_ = std::make_unique<DeviceParams>(dev_, config_);
-  params_->upload(initial.empty() ? init_parameters(params_->layout(), config_, o_.seed) : initial);
-  if (o_.resume) params_->upload_moments(state_.adam_m, state_.adam_v);
-  state_.adam_m.clear();
-  state_.adam_v.clear();
-
-  scalars_ = dev_.allocate(sizeof(StepScalars), "step scalars", MemoryKind::host);
-  auto* sc = reinterpret_cast<StepScalars*>(scalars_.mapped());
-  *sc = StepScalars{};
-  pool_ = std::make_shared<ActivationPool>(dev_);
-  train_graphs_ = std::make_unique<GraphCache>(
-      dev_, *params_, scalars_.ref(),
-      GraphOptions{.backward = true, .dropout = true, .profile = false, .pool = pool_});
-  valid_graphs_ = std::make_unique<GraphCache>(
-      dev_, *params_, scalars_.ref(),
-      GraphOptions{.backward = false, .dropout = false, .profile = false, .pool = pool_});
-  ops::AdamOptions adam = o_.adam;
-  adam.d_model = float(config_.d_model);
-  Optimizer optimizer(dev_, *params_, scalars_.ref(), adam);
+  if (initial.empty()) initial = init_parameters(ParamLayout(config_), config_, o_.seed);
+  setup_replicas(initial, resumed);
+  initial.clear();
+  resumed = TrainState{};
   stream_ = std::make_unique<BatchStream>(*train_batcher_, state_.position);
-  log_ = std::make_unique<JsonlLog>((fs::path(o_.out_dir) / "train.jsonl").string());
+  if (leader()) log_ = std::make_unique<JsonlLog>((fs::path(o_.out_dir) / "train.jsonl").string());
 
+  std::vector<std::string> device_names;
+  for (Device* d : devices_) device_names.push_back(d->label());
   {
-    char line[320];
+    std::string where = replicas_.size() == 1 ? devices_[0]->info().name
+                                              : std::to_string(replicas_.size()) + " devices";
+    if (o_.group && o_.group->size() > 1)
+      where +=
+          " x " + std::to_string(o_.group->size()) + " processes (" + o_.group->transport() + ")";
+    char line[400];
     std::snprintf(line, sizeof line,
                   "model: d_model %d, d_ff %d, heads %d, layers %d+%d, vocab %d: %.2fM parameters "
                   "on %s; %zu batches an epoch (max %lld tokens a side, x%d accumulated)",
                   config_.d_model, config_.d_ff, config_.heads, config_.encoder_layers,
                   config_.decoder_layers, config_.vocab_size,
-                  double(params_->layout().parameter_count()) / 1e6, dev_.info().name.c_str(),
+                  double(replicas_[0].params->layout().parameter_count()) / 1e6, where.c_str(),
                   train_batcher_->batches_per_epoch(), static_cast<long long>(bo.max_tokens),
                   o_.accumulate);
     say(line);
   }
-  log_->write({{"event", "start"},
-               {"config", config_.to_json()},
-               {"step", state_.step},
-               {"device", dev_.info().name},
-               {"parameters", params_->layout().parameter_count()},
-               {"max_tokens", bo.max_tokens},
-               {"accumulate", o_.accumulate},
-               {"seed", o_.seed}});
+  log({{"event", "start"},
+       {"config", config_.to_json()},
+       {"step", state_.step},
+       {"devices", device_names},
+       {"processes", o_.group ? o_.group->size() : 1},
+       {"parameters", replicas_[0].params->layout().parameter_count()},
+       {"max_tokens", bo.max_tokens},
+       {"accumulate", o_.accumulate},
+       {"seed", o_.seed}});
 
   TrainSummary summary;
-  started_ = Clock::now();
-  if (o_.valid && !o_.resume) {
-    summary.first_valid = validate();
-    char line[160];
-    std::snprintf(line, sizeof line, "valid step %llu: loss %.4f  ppl %.2f  (%llu tokens)",
-                  static_cast<unsigned long long>(state_.step), summary.first_valid->loss_per_token,
-                  summary.first_valid->perplexity(),
-                  static_cast<unsigned long long>(summary.first_valid->tokens));
-    say(line);
-  }
-
-  auto run_validation = [&]() {
+  auto run_validation = [&](bool first) {
     ValidationResult v = validate();
-    summary.last_valid = v;
+    (first ? summary.first_valid : summary.last_valid) = v;
     char line[160];
     std::snprintf(line, sizeof line, "valid step %llu: loss %.4f  ppl %.2f  (%llu tokens)",
                   static_cast<unsigned long long>(state_.step), v.loss_per_token, v.perplexity(),
                   static_cast<unsigned long long>(v.tokens));
     say(line);
-    log_->write({{"event", "valid"},
-                 {"step", state_.step},
-                 {"loss", v.loss_per_token},
-                 {"nll", v.nll_per_token},
-                 {"ppl", v.perplexity()},
-                 {"tokens", v.tokens}});
+    log({{"event", "valid"},
+         {"step", state_.step},
+         {"loss", v.loss_per_token},
+         {"nll", v.nll_per_token},
+         {"ppl", v.perplexity()},
+         {"tokens", v.tokens}});
   };
+  started_ = Clock::now();
+  if (o_.valid && !o_.resume) run_validation(true);
 
   double interval_loss = 0, interval_nll = 0;
   uint64_t interval_tokens = 0, interval_steps = 0, run_tokens = 0;
   auto interval_start = Clock::now();
   auto last_save = Clock::now();
-  uint64_t saved_step = state_.step;
   bool interrupted = false;
+  const uint64_t first_step = state_.step;
 
   while (!should_stop(seconds_since(started_))) {
     const uint64_t step = state_.step + 1;
-    double loss = 0, nll = 0;
+    const auto step_start = Clock::now();
+    // loss, nll, tokens (this process), stop request (any process), checkpoint due by the
+    // leader's clock: summed across processes so that every process decides alike.
+    std::vector<double> sums{0, 0, 0, 0, 0};
     uint64_t tokens = 0, io_tokens = 0;
-    for (int micro = 0; micro < o_.accumulate; ++micro) {
-      Batch b = stream_->next();
-      TrainGraph& g = train_graphs_->get(b.batch_size, b.src_len, b.tgt_len);
-      g.set_batch(tokens_of(b));
-      sc->step = uint32_t(step);
-      sc->seed = micro_batch_seed(o_.seed, micro);
-      sc->grad_scale = 1.0f;
-      sc->valid_tokens = uint32_t(b.tgt_tokens);
-      StepResult r = g.run();
-      loss += r.loss_sum;
-      nll += r.nll_sum;
-      tokens += r.tokens;
-      io_tokens += uint64_t(b.src_tokens + b.tgt_tokens);
+    Optimizer::Result opt;
+    try {
+      for (int micro = 0; micro < o_.accumulate; ++micro) {
+        Batch b = stream_->next();
+        auto s = run_micro_batch(b, step, micro);
+        for (int k = 0; k < 3; ++k) sums[size_t(k)] += s[size_t(k)];
+        tokens += uint64_t(b.tgt_tokens);
+        io_tokens += uint64_t(b.src_tokens + b.tgt_tokens);
+      }
+      sums[3] = o_.stop_requested && o_.stop_requested->load() ? 1.0 : 0.0;
+      sums[4] = leader() && o_.save_every_minutes > 0 &&
+                        seconds_since(last_save) >= o_.save_every_minutes * 60.0
+                    ? 1.0
+                    : 0.0;
+      sum_across_processes(sums);
+      if (!std::isfinite(sums[0]) || !std::isfinite(sums[1]))
+        throw Error("the loss became " + std::string(std::isnan(sums[0]) ? "NaN" : "infinite") +
+                    " at step " + std::to_string(step) + "; " + last_good() +
+                    " (a lower learning rate or longer warm-up may help)");
+      if (exchange_) {
+        exchange_->all_reduce();
+        summary.exchange_seconds += exchange_->stats().seconds;
+      }
+      // The mean over every token of the step, whatever each replica's share.
+      for (Replica& r : replicas_) {
+        r.sc->step = uint32_t(step);  // also on replicas that had no rows this step
+        r.sc->grad_scale = 1.0f / float(std::max<uint64_t>(tokens, 1));
+        r.optimizer->submit();
+      }
+      for (Replica& r : replicas_) opt = r.optimizer->collect();
+    } catch (const DeviceLostError& e) {
+      throw Error(std::string("a device was lost at step ") + std::to_string(step) + " (" +
+                  e.what() + "); " + last_good() +
+                  "; --resume continues from it, with any number of devices");
     }
-    if (!std::isfinite(loss) || !std::isfinite(nll))
-      throw Error("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
-                  " at step " + std::to_string(step) + "; " +
-                  (saved_step > 0
-                       ? "the last good checkpoint is " +
-                             (fs::path(o_.out_dir) / checkpoint_name(saved_step)).string()
-                       : std::string("no checkpoint was written yet")) +
-                  " (a lower learning rate or longer warm-up may help)");
-    sc->grad_scale = 1.0f / float(std::max<uint64_t>(tokens, 1));
-    Optimizer::Result opt = optimizer.step();
     if (!opt.finite)
       throw Error("non-finite gradient at step " + std::to_string(step) +
-                  " (parameters left as they were); " +
-                  (saved_step > 0
-                       ? "the last good checkpoint is " +
-                             (fs::path(o_.out_dir) / checkpoint_name(saved_step)).string()
-                       : std::string("no checkpoint was written yet")));
+                  " (parameters left as they were); " + last_good());
     state_.step = step;
     state_.tokens_seen += io_tokens;
     run_tokens += io_tokens;
-    interval_loss += loss;
-    interval_nll += nll;
-    interval_tokens += tokens;
+    interval_loss += sums[0];
+    interval_nll += sums[1];
+    interval_tokens += uint64_t(sums[2]);
     interval_steps++;
+    summary.step_seconds += seconds_since(step_start);
+    if (o_.balance && world() > 1 && step == first_step + o_.balance_after) rebalance();
 
     const double elapsed = seconds_since(started_);
-    const bool stopping = should_stop(elapsed) || (o_.stop_requested && o_.stop_requested->load());
+    const bool stop_requested = sums[3] > 0;
+    const bool stopping = should_stop(elapsed) || stop_requested;
     if (step % o_.log_every == 0 || stopping) {
       StepMetrics m;
       m.step = step;
@@ -453,49 +661,63 @@ TrainSummary Run::go() {
       j["grad_norm"] = opt.grad_norm;
       j["steps_in_interval"] = interval_steps;
       j["interval_seconds"] = seconds_since(interval_start);
-      log_->write(j);
+      if (exchange_) j["exchange_seconds"] = exchange_->stats().seconds;
+      log(j);
       summary.train_loss_per_token = m.loss_per_token;
       interval_loss = interval_nll = 0;
       interval_tokens = interval_steps = 0;
       interval_start = Clock::now();
     }
-    if (o_.valid && o_.valid_every && step % o_.valid_every == 0 && !stopping) run_validation();
+    if (o_.valid && o_.valid_every && step % o_.valid_every == 0 && !stopping)
+      run_validation(false);
     const bool due_steps = o_.save_every && step % o_.save_every == 0;
-    const bool due_time =
-        o_.save_every_minutes > 0 && seconds_since(last_save) >= o_.save_every_minutes * 60.0;
+    const bool due_time = sums[4] > 0;
     if ((due_steps || due_time) && !stopping) {
       summary.last_checkpoint = save();
-      saved_step = step;
       last_save = Clock::now();
     }
-    if (o_.stop_requested && o_.stop_requested->load()) {
+    if (stop_requested) {
       interrupted = true;
       say("interrupted: writing a checkpoint at step " + std::to_string(step));
       break;
     }
   }
 
-  if (o_.valid && !interrupted) run_validation();
-  if (saved_step != state_.step || summary.last_checkpoint.empty())
+  if (o_.valid && !interrupted) run_validation(false);
+  if (saved_step_ != state_.step || summary.last_checkpoint.empty())
     summary.last_checkpoint = save();
   say("checkpoint " + summary.last_checkpoint);
   summary.steps = state_.step;
   summary.epoch = stream_->position().epoch;
   summary.interrupted = interrupted;
   summary.tokens_per_second = double(run_tokens) / std::max(seconds_since(started_), 1e-9);
-  summary.peak_pool_bytes = pool_->bytes();
-  log_->write({{"event", "end"},
-               {"step", state_.step},
-               {"interrupted", interrupted},
-               {"tokens_per_second", summary.tokens_per_second},
-               {"activation_bytes", summary.peak_pool_bytes}});
+  summary.peak_pool_bytes = replicas_[0].pool->bytes();
+  if (exchange_ && summary.step_seconds > 0) {
+    char line[160];
+    std::snprintf(
+        line, sizeof line, "gradient exchange: %.1f%% of the step time (%.3f s a step)",
+        100.0 * summary.exchange_seconds / summary.step_seconds,
+        summary.exchange_seconds / double(std::max<uint64_t>(state_.step - first_step, 1)));
+    say(line);
+  }
+  log({{"event", "end"},
+       {"step", state_.step},
+       {"interrupted", interrupted},
+       {"tokens_per_second", summary.tokens_per_second},
+       {"exchange_seconds", summary.exchange_seconds},
+       {"step_seconds", summary.step_seconds},
+       {"activation_bytes", summary.peak_pool_bytes}});
   return summary;
 }
 
 }  // namespace
 
 TrainSummary train(Device& dev, const TrainerOptions& options) {
-  Run run(dev, options);
+  return train(std::vector<Device*>{&dev}, options);
+}
+
+TrainSummary train(const std::vector<Device*>& devices, const TrainerOptions& options) {
+  Run run(devices, options);
   return run.go();
 }
 

@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/device.h"
+#include "engine/exchange/process_group.h"
 #include "engine/ops/adam.h"
 #include "model/config.h"
 #include "model/data/batcher.h"
@@ -45,6 +47,18 @@ struct TrainerOptions {
   int keep_checkpoints = 5;       // the last N are kept (averaging uses the last 5)
   bool resume = false;            // continue from the latest checkpoint in out_dir
 
+  // Data parallel (several devices, or several processes with `group`): each replica takes a
+  // share of every batch, gradients are summed across replicas before the (identical) update.
+  // Shares are equal for the first `balance_after` steps, then follow each replica's measured
+  // throughput when `balance` is on (a fast GPU beside a slow one); the update stays the mean
+  // over all tokens whatever the shares.
+  bool balance = true;
+  uint64_t balance_after = 20;
+  ProcessGroup* group = nullptr;  // MPI world; rank 0 writes checkpoints and logs
+  // Tests: replica `fail_replica` (global index) reports a lost device at step `fail_step`.
+  int fail_replica = -1;
+  uint64_t fail_step = 0;
+
   std::FILE* progress = stderr;  // null: quiet
   // Set (from a signal handler) to stop after the current step with a checkpoint.
   const std::atomic<bool>* stop_requested = nullptr;
@@ -68,10 +82,14 @@ struct TrainSummary {
   double tokens_per_second = 0;     // source + target, over this invocation
   bool interrupted = false;         // stopped by stop_requested
   uint64_t peak_pool_bytes = 0;     // activation memory held by the recorded graphs
+  double exchange_seconds = 0;      // gradient exchange, this invocation
+  double step_seconds = 0;          // whole steps, this invocation
 };
 
 // Trains; throws vkf::Error on bad input, on a non-finite loss (after leaving the last good
 // checkpoint in place) and on device errors.
 TrainSummary train(Device& dev, const TrainerOptions& options);
+// One replica per device (the same device may appear several times: logical devices).
+TrainSummary train(const std::vector<Device*>& devices, const TrainerOptions& options);
 
 }  // namespace vkf::model

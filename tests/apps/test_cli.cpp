@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/exchange/process_group.h"
 #include "model/checkpoint.h"
 #include "tests/support/small_corpus.h"
 
@@ -201,4 +202,26 @@ TEST_CASE("Ctrl-C during vkf train writes a checkpoint and exits cleanly", "[app
   Result r = run_vkf(train_args(out, "--resume --max-steps " + std::to_string(ck.step + 1)));
   CHECK(r.status == 0);
   CHECK(fs::exists(out / vkf::model::checkpoint_name(ck.step + 1)));
+}
+
+TEST_CASE("mpirun -np 2 vkf train equals two in-process devices, bit for bit", "[apps][cli][mpi]") {
+  if (!vkf::have_mpi() || std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    WARN("built without MPI or no mpirun: skipped");
+    return;
+  }
+  const fs::path dir = temp_dir("cli-mpi");
+  const std::string common = "--dropout 0 --max-steps 4 --balance-after 0";
+  Result local = run_vkf(train_args(dir / "local", common + " --devices 0,0"));
+  REQUIRE(local.status == 0);
+  // OpenMPI refuses root unless told (CI runs as root); --oversubscribe: 2 ranks on any machine.
+  const std::string cmd =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 2 --oversubscribe " +
+      k_vkf + " " + train_args(dir / "mpi", common) + " >" + (dir / "mpi.out").string() + " 2>&1";
+  const int raw = std::system(cmd.c_str());
+  INFO(slurp(dir / "mpi.out"));
+  REQUIRE(WIFEXITED(raw));
+  REQUIRE(WEXITSTATUS(raw) == 0);
+  CHECK(slurp(dir / "mpi.out").find("x 2 processes (MPI)") != std::string::npos);
+  CHECK(slurp(dir / "local" / "checkpoint-4.safetensors") ==
+        slurp(dir / "mpi" / "checkpoint-4.safetensors"));
 }
