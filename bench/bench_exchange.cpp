@@ -1,0 +1,62 @@
+// Gradient exchange bandwidth (engine/exchange/gradient_exchange.h) by buffer size and replica
+// count, over logical devices on the default physical device: device -> host-visible staging,
+// host sum, staging -> device. GB/s counts the device<->host bytes of all replicas (2 n 4 each).
+//   ./bench/bench_exchange --benchmark_format=json
+//   VKF_BENCH_DEVICE=<selector>
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/exchange/gradient_exchange.h"
+
+namespace {
+
+std::shared_ptr<vkf::Instance> instance() {
+  static auto i = std::make_shared<vkf::Instance>();
+  return i;
+}
+
+void exchange(benchmark::State& state) {
+  const uint64_t floats = uint64_t(state.range(0));
+  const size_t replicas = size_t(state.range(1));
+  const char* sel = std::getenv("VKF_BENCH_DEVICE");
+  std::vector<std::unique_ptr<vkf::Device>> owned;
+  std::vector<vkf::Device*> devices;
+  std::vector<vkf::Buffer> buffers;
+  std::vector<vkf::BufferRef> refs;
+  for (size_t r = 0; r < replicas; ++r) {
+    owned.push_back(vkf::Device::create(instance(), {.selector = sel ? sel : ""}));
+    devices.push_back(owned.back().get());
+    const auto& info = devices.back()->info();
+    if (floats * 4 > std::min(info.max_buffer_bytes, info.max_storage_buffer_range)) {
+      state.SkipWithError("larger than the device's largest buffer");
+      return;
+    }
+    buffers.push_back(devices.back()->allocate(floats * 4, "grads"));
+    vkf::Recorder rec(*devices.back());
+    rec.fill(buffers.back(), 0);
+    rec.finish().run();
+    refs.push_back(buffers.back().ref());
+  }
+  vkf::GradientExchange ex(devices, refs, floats);
+  ex.all_reduce();  // warm-up
+  for (auto _ : state) ex.all_reduce();
+  state.counters["GB/s"] = benchmark::Counter(double(ex.stats().bytes) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["MiB"] = double(floats) * 4 / (1 << 20);
+  state.SetLabel(devices[0]->info().name);
+}
+
+}  // namespace
+
+// floats (1 MiB .. 256 MiB: tiny's parameters .. base's), replicas.
+BENCHMARK(exchange)
+    ->ArgNames({"floats", "replicas"})
+    ->ArgsProduct({{1 << 18, 1 << 22, 1 << 24, 1 << 26}, {2, 3}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+BENCHMARK_MAIN();
