@@ -169,6 +169,8 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index) {
   info.subgroup_size = subgroup.subgroupSize;
   info.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  info.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                          (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
   info.min_subgroup_size = has_sg_control ? sg_control.minSubgroupSize : subgroup.subgroupSize;
   info.max_subgroup_size = has_sg_control ? sg_control.maxSubgroupSize : subgroup.subgroupSize;
   info.shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
@@ -314,6 +316,8 @@ std::string devices_json(const std::vector<DeviceInfo>& devices) {
         {"subgroup_size", d.subgroup_size},
         {"subgroup_size_min", d.min_subgroup_size},
         {"subgroup_size_max", d.max_subgroup_size},
+        {"subgroup_arithmetic", d.subgroup_arithmetic},
+        {"subgroup_shuffle", d.subgroup_shuffle},
         {"shared_memory_bytes", d.shared_memory_bytes},
         {"max_workgroup_invocations", d.max_workgroup_invocations},
         {"max_allocation_bytes", d.max_allocation_bytes},

@@ -37,6 +37,7 @@ struct DeviceInfo {
   uint32_t max_subgroup_size = 0;
   bool subgroup_size_control = false;
   bool subgroup_arithmetic = false;  // compute stage supports subgroup add/max
+  bool subgroup_shuffle = false;     // compute stage supports subgroupShuffle (matmul CPU row)
   uint32_t shared_memory_bytes = 0;
   uint32_t max_workgroup_invocations = 0;
   std::array<uint32_t, 3> max_workgroup_size{};

@@ -39,9 +39,12 @@ const MatmulConfig& matmul_config(const std::string& name) {
 }
 
 bool matmul_config_fits(const MatmulConfig& c, const DeviceInfo& info) {
-  const bool subgroup_ok = c.shared || info.subgroup_size == c.workgroup ||
-                           (info.subgroup_size_control && info.min_subgroup_size <= c.workgroup &&
-                            c.workgroup <= info.max_subgroup_size);
+  // The direct (no shared memory) path shares A across one subgroup with subgroupShuffle.
+  const bool subgroup_ok =
+      c.shared || (info.subgroup_shuffle &&
+                   (info.subgroup_size == c.workgroup ||
+                    (info.subgroup_size_control && info.min_subgroup_size <= c.workgroup &&
+                     c.workgroup <= info.max_subgroup_size)));
   return subgroup_ok && c.workgroup <= info.max_workgroup_invocations &&
          c.workgroup <= info.max_workgroup_size[0] && c.shared_bytes() <= info.shared_memory_bytes;
 }

@@ -215,6 +215,14 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
   tiny.shared_memory_bytes = 16384;
   CHECK(std::string(ops::choose_matmul_config(tiny).name) == "fallback");
   CHECK(ops::matmul_config_fits(ops::matmul_config("fallback"), tiny));
+  // A CPU device without subgroup shuffles cannot take the direct row.
+  DeviceInfo cpu = tiny;
+  cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  cpu.subgroup_size = cpu.min_subgroup_size = cpu.max_subgroup_size = 8;
+  cpu.subgroup_shuffle = false;
+  CHECK(std::string(ops::choose_matmul_config(cpu).name) == "fallback");
+  cpu.subgroup_shuffle = true;
+  CHECK(std::string(ops::choose_matmul_config(cpu).name) == "cpu_direct");
   CHECK_THROWS_WITH(ops::matmul_config("nope"), Catch::Contains("fallback"));
 }
 
