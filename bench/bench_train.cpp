@@ -21,6 +21,7 @@
 #include <random>
 #include <string>
 
+#include "bench/torch_side.h"
 #include "engine/engine.h"
 #include "engine/step_scalars.h"
 #include "model/device_params.h"
@@ -46,22 +47,10 @@ int env_int(const char* name, int fallback) {
 
 // PyTorch's tokens/s for the same preset and batch, or 0 when it is not available.
 double torch_tokens_per_second(const std::string& preset, int batch, int len, int vocab) {
-  if (env_int("VKF_BENCH_TORCH", 1) == 0) return 0;
-  // Debian's interpreter (python3-torch lives in its dist-packages), not whatever is first on PATH.
-  const std::string python =
-      std::getenv("VKF_PYTHON") ? std::getenv("VKF_PYTHON") : "/usr/bin/python3";
-  const std::string cmd = python + " " + VKF_BENCH_DIR + "/torch_train.py --preset " + preset +
-                          " --batch " + std::to_string(batch) + " --len " + std::to_string(len) +
-                          " --vocab " + std::to_string(vocab) + " --steps 3 2>/dev/null";
-  std::FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return 0;
-  std::string out;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  pclose(p);
-  auto j = nlohmann::json::parse(out, nullptr, false);
-  if (j.is_discarded() || !j.contains("tokens_per_second")) return 0;
-  return j["tokens_per_second"].get<double>();
+  auto j = vkf::bench::run_torch("torch_train.py --preset " + preset + " --batch " +
+                                 std::to_string(batch) + " --len " + std::to_string(len) +
+                                 " --vocab " + std::to_string(vocab) + " --steps 3");
+  return j.contains("tokens_per_second") ? j["tokens_per_second"].get<double>() : 0.0;
 }
 
 void train_step(benchmark::State& state, const std::string& preset) {
@@ -80,9 +69,9 @@ void train_step(benchmark::State& state, const std::string& preset) {
   *sc = vkf::StepScalars{};
   const bool profile = env_int("VKF_BENCH_PROFILE", 0) != 0;
   auto pool = std::make_shared<vkf::model::ActivationPool>(dev);
-  vkf::model::TrainGraph graph(dev, params, {uint32_t(batch), uint32_t(len), uint32_t(len)},
-                               scalars.ref(),
-                               {.backward = true, .dropout = true, .profile = profile, .pool = pool});
+  vkf::model::TrainGraph graph(
+      dev, params, {uint32_t(batch), uint32_t(len), uint32_t(len)}, scalars.ref(),
+      {.backward = true, .dropout = true, .profile = profile, .pool = pool});
   vkf::ops::AdamOptions adam;
   adam.d_model = float(c.d_model);
   vkf::model::Optimizer optimizer(dev, params, scalars.ref(), adam);

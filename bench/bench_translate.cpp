@@ -2,13 +2,19 @@
 // with batches of 32 and of 1 sentence, and greedy with batch 32. Sources of 20 tokens; the
 // random model rarely emits EOS, so every sentence runs to its maximum of 20 output tokens
 // (--max-len-a 0 --max-len-b 20). Counters: sentences/s and output tokens/s (EOS included).
+// The same checkpoint is decoded by PyTorch (bench/torch_translate.py: nn.Transformer, which has
+// no key/value cache, so each step re-runs the decoder over the prefix) when python3-torch is
+// installed: counters torch_sentences/s and ratio_vs_torch.
 //   bench_translate --benchmark_min_time=1 --benchmark_format=json
 #include <benchmark/benchmark.h>
 
+#include <filesystem>
 #include <memory>
 #include <random>
 
+#include "bench/torch_side.h"
 #include "engine/engine.h"
+#include "model/checkpoint.h"
 #include "model/decode/translator.h"
 #include "model/params.h"
 
@@ -56,6 +62,20 @@ void translate(benchmark::State& state) {
       benchmark::Counter(double(after.sentences - before.sentences), benchmark::Counter::kIsRate);
   state.counters["tokens/s"] = benchmark::Counter(
       double(after.output_tokens - before.output_tokens), benchmark::Counter::kIsRate);
+
+  // PyTorch on the same parameters, same sources' shape and lengths.
+  const std::string ckpt =
+      (std::filesystem::temp_directory_path() / "vkf-bench-translate.safetensors").string();
+  save_checkpoint(ckpt, params().config(), params().layout(), params().download(), 0);
+  auto torch = bench::run_torch("torch_translate.py speed --model " + ckpt + " --beam " +
+                                std::to_string(beam) + " --batch " + std::to_string(batch) +
+                                " --src-len 21 --max-len 20");
+  if (torch.contains("sentences_per_second")) {
+    const double t = torch["sentences_per_second"].get<double>();
+    state.counters["torch_sentences/s"] = t;
+    state.counters["ratio_vs_torch"] = benchmark::Counter(
+        double(after.sentences - before.sentences) / t, benchmark::Counter::kIsRate);
+  }
 }
 
 }  // namespace

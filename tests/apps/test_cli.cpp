@@ -225,3 +225,52 @@ TEST_CASE("mpirun -np 2 vkf train equals two in-process devices, bit for bit", "
   CHECK(slurp(dir / "local" / "checkpoint-4.safetensors") ==
         slurp(dir / "mpi" / "checkpoint-4.safetensors"));
 }
+
+TEST_CASE("vkf score agrees with PyTorch on the same checkpoint", "[apps][cli][torch]") {
+  // An independent implementation of the contract (bench/torch_translate.py: torch.nn.Transformer
+  // loaded from the safetensors names); runs where Debian's python3-torch is installed.
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    WARN("python3-torch is not installed: skipped");
+    return;
+  }
+  const fs::path& model = trained_model();
+  const fs::path dir = temp_dir("cli-torch");
+  const auto& c = small_corpus();
+  const fs::path src = dir / "s.en", tgt = dir / "s.de";
+  {
+    std::ifstream in_s(c.src), in_t(c.tgt);
+    std::ofstream out_s(src), out_t(tgt);
+    std::string a, b;
+    for (int i = 0; i < 12 && std::getline(in_s, a) && std::getline(in_t, b); ++i)
+      out_s << a << '\n', out_t << b << '\n';
+  }
+  Result ids_s =
+      run_vkf("vocab --model " + (model / "vocab.model").string() + " --encode", slurp(src));
+  Result ids_t =
+      run_vkf("vocab --model " + (model / "vocab.model").string() + " --encode", slurp(tgt));
+  REQUIRE(ids_s.status == 0);
+  REQUIRE(ids_t.status == 0);
+  std::ofstream tsv(dir / "ids.tsv");
+  std::istringstream ls(ids_s.out), lt(ids_t.out);
+  for (std::string a, b; std::getline(ls, a) && std::getline(lt, b);) tsv << a << '\t' << b << '\n';
+  tsv.close();
+  const std::string cmd =
+      "/usr/bin/python3 " + std::string(VKF_SOURCE_DIR) +
+      "/bench/torch_translate.py score --model " + (model / "checkpoint-2.safetensors").string() +
+      " <" + (dir / "ids.tsv").string() + " >" + (dir / "torch.tsv").string() + " 2>/dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  Result ours = run_vkf("score --model " + model.string() + " --src " + src.string() + " --tgt " +
+                        tgt.string());
+  REQUIRE(ours.status == 0);
+  std::istringstream a(ours.out), b(slurp(dir / "torch.tsv"));
+  int lines = 0;
+  for (double lp_a, lp_b; a >> lp_a;) {
+    int64_t n_a = 0, n_b = 0;
+    a >> n_a;
+    REQUIRE(b >> lp_b >> n_b);
+    CHECK(n_a == n_b);
+    CHECK(lp_a == Approx(lp_b).epsilon(1e-5));
+    ++lines;
+  }
+  CHECK(lines == 12);
+}
