@@ -1,7 +1,12 @@
 // Fused attention forward and backward at Transformer-base shapes (8 heads, d_k 64): batch 64 x
 // len 64 (4096 tokens) and batch 16 x len 256. FLOPs counted as 4 * b * h * lq * lk * d for the
 // forward (Q K^T and P V) and 2.5x that for the backward (recomputed Q K^T, dO V^T, dV, dK, dQ).
+// Each shape runs on both kernel paths (ops::AttentionPath): path 1 = tiled (shared-memory
+// tiles, GPUs), path 2 = rows (registers and subgroup shuffles, the default on CPU devices).
+// VKF_ATTENTION_TILES="workgroup,block_q,block_k" forces the tiled path's tiles and
+// VKF_ATTENTION_ROWS=n the rows path's rows per lane.
 //   bench_attention --benchmark_min_time=0.1
+//   bench_attention --benchmark_filter='batch:64/len:64/.*/path:2'   (rows path only)
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -28,6 +33,7 @@ void run(benchmark::State& state, bool backward) {
   const uint32_t heads = 8, d = 64;
   const bool causal = state.range(2) != 0;
   const float dropout = state.range(3) ? 0.1f : 0.0f;
+  const auto path = static_cast<ops::AttentionPath>(state.range(4));
   Device& dev = device();
   const uint64_t n = uint64_t{batch} * heads * len * d, rows = uint64_t{batch} * heads * len;
   Buffer q = dev.allocate(n * 4, "q"), k = dev.allocate(n * 4, "k"), v = dev.allocate(n * 4, "v");
@@ -45,6 +51,10 @@ void run(benchmark::State& state, bool backward) {
   if (const char* t = std::getenv("VKF_ATTENTION_TILES")) {  // "workgroup,block_q,block_k"
     std::sscanf(t, "%u,%u,%u", &a.tiles.workgroup, &a.tiles.block_q, &a.tiles.block_k);
   }
+  if (const char* r = std::getenv("VKF_ATTENTION_ROWS")) a.tiles.rows = uint32_t(std::atoi(r));
+  a.tiles.path = path;
+  ops::AttentionTiles bwd;  // the backward kernels' own default tiles, on the same path
+  bwd.path = path, bwd.rows = a.tiles.rows;
   {  // inputs: anything finite
     Recorder init(dev);
     for (const Buffer* b : {&q, &k, &v, &d_o}) init.fill(*b, 0x3C23D70Au);  // 0.01f
@@ -53,7 +63,7 @@ void run(benchmark::State& state, bool backward) {
   }
   Recorder rec(dev);
   if (backward)
-    ops::attention_backward(dev, rec, {a, d_o, d_q, d_k, d_v, delta, {}, {}});
+    ops::attention_backward(dev, rec, {a, d_o, d_q, d_k, d_v, delta, bwd, bwd});
   else
     ops::attention_forward(dev, rec, a);
   Sequence seq = rec.finish();
@@ -62,7 +72,7 @@ void run(benchmark::State& state, bool backward) {
   double flops = 4.0 * batch * heads * len * len * d * (backward ? 2.5 : 1.0);
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(dev.info().name);
+  state.SetLabel(dev.info().name + (path == ops::AttentionPath::rows ? " rows" : " tiled"));
 }
 
 void BM_attention_forward(benchmark::State& s) {
@@ -72,14 +82,14 @@ void BM_attention_backward(benchmark::State& s) {
   run(s, true);
 }
 
-// Args: batch, len, causal, dropout.
-// len 256 runs only plain: on lavapipe one backward iteration there takes ~30 s.
-#define SHAPES                                    \
-  ArgNames({"batch", "len", "causal", "dropout"}) \
-      ->Args({64, 64, 0, 0})                      \
-      ->Args({64, 64, 1, 1})                      \
-      ->Args({16, 256, 0, 0})                     \
-      ->Unit(benchmark::kMillisecond)             \
+// Args: batch, len, causal, dropout, path (1 tiled, 2 rows).
+// len 256 runs only plain: on lavapipe one tiled backward iteration there takes ~30 s.
+#define SHAPES                                            \
+  ArgNames({"batch", "len", "causal", "dropout", "path"}) \
+      ->ArgsProduct({{64}, {64}, {0}, {0}, {1, 2}})       \
+      ->ArgsProduct({{64}, {64}, {1}, {1}, {1, 2}})       \
+      ->ArgsProduct({{16}, {256}, {0}, {0}, {1, 2}})      \
+      ->Unit(benchmark::kMillisecond)                     \
       ->UseRealTime()
 BENCHMARK(BM_attention_forward)->SHAPES;
 BENCHMARK(BM_attention_backward)->SHAPES;

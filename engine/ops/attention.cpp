@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@ namespace {
 
 constexpr uint32_t k_max_head_dim = 128;
 constexpr uint32_t k_delta_local = 256;
+constexpr uint32_t k_max_rows = 8;  // rows path: rows per lane
 
 // Mirrors `Push` in shaders/common/attention_common.glsl.
 struct Push {
@@ -85,12 +87,51 @@ void check_tiles(Device& dev, AttentionKernel kernel, const AttentionTiles& t,
                 std::to_string(info.shared_memory_bytes));
 }
 
+// The rows path needs the workgroup to be one subgroup of 4..32 lanes, a multiple of 4: dropout
+// reads the mask four weights at a time and dQ keeps a block's mask as bits of a uint.
+bool rows_supported(const DeviceInfo& info) {
+  return info.subgroup_size >= 4 && info.subgroup_size <= 32 && info.subgroup_size % 4 == 0 &&
+         info.subgroup_size <= info.max_workgroup_invocations &&
+         info.subgroup_size <= info.max_workgroup_size[0];
+}
+
+// What `automatic` means: the device's default, or VKF_ATTENTION_PATH=tiled|rows (to compare
+// the paths inside a whole model, e.g. bench_train).
+AttentionPath automatic_path(AttentionPath device_default) {
+  static const AttentionPath env = [] {
+    const char* v = std::getenv("VKF_ATTENTION_PATH");
+    std::string s = v ? v : "";
+    if (s == "tiled") return AttentionPath::tiled;
+    if (s == "rows") return AttentionPath::rows;
+    if (!s.empty() && s != "automatic")
+      throw Error("VKF_ATTENTION_PATH must be tiled, rows or automatic, not '" + s + "'");
+    return AttentionPath::automatic;
+  }();
+  return env != AttentionPath::automatic ? env : device_default;
+}
+
 AttentionTiles pick(Device& dev, AttentionKernel kernel, AttentionTiles forced,
                     const AttentionArgs& a) {
-  AttentionTiles def = attention_default_tiles(dev.info(), kernel, a.d_k, a.d_v);
+  const DeviceInfo& info = dev.info();
+  AttentionTiles def = attention_default_tiles(info, kernel, a.d_k, a.d_v);
   AttentionTiles t{forced.workgroup ? forced.workgroup : def.workgroup,
                    forced.block_q ? forced.block_q : def.block_q,
-                   forced.block_k ? forced.block_k : def.block_k};
+                   forced.block_k ? forced.block_k : def.block_k,
+                   forced.path != AttentionPath::automatic ? forced.path : automatic_path(def.path),
+                   forced.rows};
+  if (t.path == AttentionPath::rows) {
+    if (!rows_supported(info))
+      throw Error("attention: the rows path needs a subgroup of 4..32 lanes, a multiple of 4; " +
+                  info.name + " has " + std::to_string(info.subgroup_size));
+    if (t.rows == 0) {  // the default, capped so that short sequences leave no lane row idle
+      uint32_t len = kernel == AttentionKernel::backward_kv ? a.len_k : a.len_q;
+      t.rows = std::max(1u, std::min(def.rows, ceil_div(len, info.subgroup_size)));
+    }
+    if (t.rows > k_max_rows)
+      throw Error("attention: " + std::to_string(t.rows) + " rows per lane, max " +
+                  std::to_string(k_max_rows));
+    return t;
+  }
   check_tiles(dev, kernel, t, a);
   return t;
 }
@@ -154,6 +195,24 @@ std::vector<Arg> tail_args(const AttentionArgs& a) {
           in(a.scalars.valid() ? a.scalars : a.q)};
 }
 
+// Specialization constants of the rows kernels (shaders/common/attention_common.glsl, ATT_ROWS):
+// lanes, rows per lane, (unused), d_k, d_v, 4-vector views, dropout, 4-aligned mask runs.
+std::vector<uint32_t> rows_spec(const DeviceInfo& info, AttentionKernel kernel, uint32_t rows,
+                                const AttentionArgs& a) {
+  auto vec = [](const AttentionLayout& l, uint32_t d) {
+    return d % 4 == 0 && l.batch_stride % 4 == 0 && l.head_stride % 4 == 0 && l.row_stride % 4 == 0;
+  };
+  uint32_t bits = (vec(resolved(a.q_layout, a.heads, a.len_q, a.d_k), a.d_k) ? 1u : 0u) |
+                  (vec(resolved(a.k_layout, a.heads, a.len_k, a.d_k), a.d_k) ? 2u : 0u) |
+                  (vec(resolved(a.v_layout, a.heads, a.len_k, a.d_v), a.d_v) ? 4u : 0u) |
+                  (vec(resolved(a.o_layout, a.heads, a.len_q, a.d_v), a.d_v) ? 8u : 0u);
+  // A lane's run of mask elements starts at row * len_k + (a multiple of the lanes for the
+  // forward and dQ, of `rows` for dK/dV).
+  bool align4 = a.len_k % 4 == 0 && (kernel != AttentionKernel::backward_kv || rows % 4 == 0);
+  return {info.subgroup_size, rows, 1, a.d_k, a.d_v, bits, a.dropout_p > 0.0f ? 1u : 0u,
+          align4 ? 1u : 0u};
+}
+
 std::array<uint32_t, 3> tile_groups(uint32_t len, uint32_t block, const AttentionArgs& a) {
   uint32_t n = ceil_div(len, block);
   if (n > 65535) throw Error("attention: " + std::to_string(n) + " tiles of a sequence, max 65535");
@@ -164,6 +223,7 @@ std::array<uint32_t, 3> tile_groups(uint32_t len, uint32_t block, const Attentio
 
 uint32_t attention_shared_bytes(AttentionKernel kernel, const AttentionTiles& t, uint32_t d_k,
                                 uint32_t d_v) {
+  if (t.path == AttentionPath::rows) return 0;
   uint32_t br = t.block_q, bc = t.block_k, kstr = d_k + 1;
   uint32_t floats = 0;
   switch (kernel) {
@@ -180,9 +240,11 @@ uint32_t attention_shared_bytes(AttentionKernel kernel, const AttentionTiles& t,
   return floats * 4;
 }
 
-AttentionTiles attention_default_tiles(const DeviceInfo& info, AttentionKernel kernel, uint32_t d_k,
-                                       uint32_t d_v) {
-  // Largest tiles that fit the device's shared memory, largest first.
+namespace {
+
+// The tiled path's tiles: the largest that fit the device's shared memory, largest first.
+AttentionTiles default_tiled(const DeviceInfo& info, AttentionKernel kernel, uint32_t d_k,
+                             uint32_t d_v) {
   static constexpr std::array<std::array<uint32_t, 2>, 7> k_candidates = {
       {{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}, {16, 8}, {8, 8}}};
   for (auto [br, bc] : k_candidates) {
@@ -190,22 +252,41 @@ AttentionTiles attention_default_tiles(const DeviceInfo& info, AttentionKernel k
                                      : br * bc >= 1024 ? 128
                                                        : 64,
                                      info.max_workgroup_invocations);
-    AttentionTiles t{wg, br, bc};
+    AttentionTiles t{wg, br, bc, AttentionPath::tiled};
     if (attention_shared_bytes(kernel, t, d_k, d_v) <= info.shared_memory_bytes) return t;
   }
-  return {std::min<uint32_t>(64, info.max_workgroup_invocations), 4, 4};
+  return {std::min<uint32_t>(64, info.max_workgroup_invocations), 4, 4, AttentionPath::tiled};
+}
+
+}  // namespace
+
+AttentionTiles attention_default_tiles(const DeviceInfo& info, AttentionKernel kernel, uint32_t d_k,
+                                       uint32_t d_v) {
+  AttentionTiles t = default_tiled(info, kernel, d_k, d_v);
+  t.path = info.is_cpu() && rows_supported(info) ? AttentionPath::rows : AttentionPath::tiled;
+  // Rows per lane: each row a lane owns reuses every shuffled K/V (or Q/dO) element once more,
+  // but its vectors (d_k + d_v floats, twice that for dK/dV) must stay near the registers.
+  t.rows = std::max(d_k, d_v) <= 64 ? 4 : 2;
+  return t;
 }
 
 void attention_forward(Device& dev, Recorder& rec, const AttentionArgs& a) {
   validate(dev, a);
   AttentionTiles t = pick(dev, AttentionKernel::forward, a.tiles, a);
   Push push = make_push(a);
+  std::vector<Arg> args = {in(a.q), in(a.k), in(a.v), out(a.o), out(a.lse)};
+  for (const Arg& x : tail_args(a)) args.push_back(x);
+  if (t.path == AttentionPath::rows) {
+    const uint32_t lanes = dev.info().subgroup_size;
+    const Kernel& k = dev.kernel({kernel_name("attention_rows_forward", a.dtype), 8, sizeof push,
+                                  rows_spec(dev.info(), AttentionKernel::forward, t.rows, a)});
+    rec.dispatch(k, args, &push, sizeof push, tile_groups(a.len_q, lanes * t.rows, a));
+    return;
+  }
   const Kernel& k = dev.kernel({kernel_name("attention_forward", a.dtype),
                                 8,
                                 sizeof push,
                                 {t.workgroup, t.block_q, t.block_k, a.d_k, a.d_v}});
-  std::vector<Arg> args = {in(a.q), in(a.k), in(a.v), out(a.o), out(a.lse)};
-  for (const Arg& x : tail_args(a)) args.push_back(x);
   rec.dispatch(k, args, &push, sizeof push, tile_groups(a.len_q, t.block_q, a));
 }
 
@@ -224,6 +305,7 @@ void attention_backward(Device& dev, Recorder& rec, const AttentionBackwardArgs&
   AttentionTiles tkv = pick(dev, AttentionKernel::backward_kv, g.tiles_kv, a);
   AttentionTiles tq = pick(dev, AttentionKernel::backward_q, g.tiles_q, a);
   Push push = make_push(a);
+  const uint32_t lanes = dev.info().subgroup_size;
 
   uint64_t rows = uint64_t{a.batch} * a.heads * a.len_q;
   const Kernel& kd = dev.kernel({kernel_name("attention_backward_delta", a.dtype),
@@ -233,22 +315,36 @@ void attention_backward(Device& dev, Recorder& rec, const AttentionBackwardArgs&
   rec.dispatch(kd, {in(a.o), in(g.d_o), out(g.delta)}, &push, sizeof push,
                groups_1d(rows, k_delta_local));
 
-  const Kernel& kkv = dev.kernel({kernel_name("attention_backward_kv", a.dtype),
-                                  11,
-                                  sizeof push,
-                                  {tkv.workgroup, tkv.block_q, tkv.block_k, a.d_k, a.d_v}});
   std::vector<Arg> args = {in(a.q),   in(a.k),     in(a.v),    in(g.d_o),
                            in(a.lse), in(g.delta), out(g.d_k), out(g.d_v)};
   for (const Arg& x : tail_args(a)) args.push_back(x);
-  rec.dispatch(kkv, args, &push, sizeof push, tile_groups(a.len_k, tkv.block_k, a));
+  if (tkv.path == AttentionPath::rows) {
+    const Kernel& kkv =
+        dev.kernel({kernel_name("attention_rows_backward_kv", a.dtype), 11, sizeof push,
+                    rows_spec(dev.info(), AttentionKernel::backward_kv, tkv.rows, a)});
+    rec.dispatch(kkv, args, &push, sizeof push, tile_groups(a.len_k, lanes * tkv.rows, a));
+  } else {
+    const Kernel& kkv = dev.kernel({kernel_name("attention_backward_kv", a.dtype),
+                                    11,
+                                    sizeof push,
+                                    {tkv.workgroup, tkv.block_q, tkv.block_k, a.d_k, a.d_v}});
+    rec.dispatch(kkv, args, &push, sizeof push, tile_groups(a.len_k, tkv.block_k, a));
+  }
 
-  const Kernel& kq = dev.kernel({kernel_name("attention_backward_q", a.dtype),
-                                 10,
-                                 sizeof push,
-                                 {tq.workgroup, tq.block_q, tq.block_k, a.d_k, a.d_v}});
   args = {in(a.q), in(a.k), in(a.v), in(g.d_o), in(a.lse), in(g.delta), out(g.d_q)};
   for (const Arg& x : tail_args(a)) args.push_back(x);
-  rec.dispatch(kq, args, &push, sizeof push, tile_groups(a.len_q, tq.block_q, a));
+  if (tq.path == AttentionPath::rows) {
+    const Kernel& kq =
+        dev.kernel({kernel_name("attention_rows_backward_q", a.dtype), 10, sizeof push,
+                    rows_spec(dev.info(), AttentionKernel::backward_q, tq.rows, a)});
+    rec.dispatch(kq, args, &push, sizeof push, tile_groups(a.len_q, lanes * tq.rows, a));
+  } else {
+    const Kernel& kq = dev.kernel({kernel_name("attention_backward_q", a.dtype),
+                                   10,
+                                   sizeof push,
+                                   {tq.workgroup, tq.block_q, tq.block_k, a.d_k, a.d_v}});
+    rec.dispatch(kq, args, &push, sizeof push, tile_groups(a.len_q, tq.block_q, a));
+  }
 }
 
 }  // namespace vkf::ops

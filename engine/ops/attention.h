@@ -4,7 +4,8 @@
 // per-batch key lengths, an optional causal mask and optional per-batch query lengths. The
 // forward saves the per-row log-sum-exp; the backward recomputes the weights from it
 // (FlashAttention-2) and is deterministic. Kernels: shaders/attention_forward.comp and
-// shaders/attention_backward_{delta,kv,q}.comp.
+// shaders/attention_backward_{delta,kv,q}.comp (GPUs), shaders/attention_rows_*.comp (CPU
+// devices; see AttentionPath).
 #include <cstdint>
 
 #include "engine/device.h"
@@ -23,11 +24,26 @@ struct AttentionLayout {
   uint32_t row_stride = 0;
 };
 
-// Tile configuration (specialization constants); 0 = the device's default. Tests force each.
+// Which kernels compute the attention (same arguments, same results up to rounding, the same
+// dropout mask):
+//   tiled: Q, K and V tiles staged in shared memory, flash-attention style (GPUs).
+//   rows:  a workgroup is one subgroup whose lanes each own `rows` query rows (forward, dQ) or
+//          key rows (dK/dV) in registers; the rows they share are gathered one per lane and
+//          handed around by subgroup shuffles. No shared memory, no barrier: on CPU devices
+//          (llvmpipe) a per-lane shared-memory access is a gather and a barrier a coroutine
+//          switch, so the tiled kernels run 25-90x slower there. Kernels:
+//          shaders/attention_rows_{forward,backward_q,backward_kv}.comp.
+//   automatic: rows on CPU devices (DeviceInfo::is_cpu()), tiled elsewhere; the environment
+//          variable VKF_ATTENTION_PATH=tiled|rows overrides that choice (not a forced one).
+enum class AttentionPath : uint32_t { automatic, tiled, rows };
+
+// Kernel configuration (specialization constants); 0 = the device's default. Tests force each.
 struct AttentionTiles {
-  uint32_t workgroup = 0;  // threads per workgroup
-  uint32_t block_q = 0;    // query rows per tile
-  uint32_t block_k = 0;    // key rows per tile
+  uint32_t workgroup = 0;  // tiled: threads per workgroup
+  uint32_t block_q = 0;    // tiled: query rows per tile
+  uint32_t block_k = 0;    // tiled: key rows per tile
+  AttentionPath path = AttentionPath::automatic;
+  uint32_t rows = 0;  // rows path: rows per lane, 1..8 (the workgroup is one subgroup)
 };
 
 struct AttentionArgs {
@@ -48,7 +64,7 @@ struct AttentionArgs {
   float dropout_p = 0.0f;  // dropout probability on the attention weights
   uint32_t dropout_tensor = 0;  // Philox tensor id of this attention's mask
   BufferRef scalars;            // StepScalars (seed, step); required when dropout_p > 0
-  AttentionTiles tiles;         // forward kernel's tiles
+  AttentionTiles tiles;         // forward kernel's path and tiles
 };
 
 struct AttentionBackwardArgs {
@@ -58,16 +74,18 @@ struct AttentionBackwardArgs {
   BufferRef d_k;            // d_k (written): like k (k_layout)
   BufferRef d_v;            // d_v (written): like v (v_layout)
   BufferRef delta;          // workspace: [batch, heads, len_q] f32
-  AttentionTiles tiles_kv;  // dK/dV kernel's tiles
-  AttentionTiles tiles_q;   // dQ kernel's tiles
+  AttentionTiles tiles_kv;  // dK/dV kernel's path and tiles
+  AttentionTiles tiles_q;   // dQ kernel's path and tiles
 };
 
 enum class AttentionKernel { forward, backward_kv, backward_q };
 
-// The tiles `kernel` uses on `info` for these head dims when none are forced.
+// The configuration `kernel` uses on `info` for these head dims when none is forced: the path
+// `automatic` resolves to, the tiled path's tiles and the rows path's rows per lane (the latter
+// capped by the sequence length when the kernel runs).
 AttentionTiles attention_default_tiles(const DeviceInfo& info, AttentionKernel kernel, uint32_t d_k,
                                        uint32_t d_v);
-// Shared memory `kernel` needs with `tiles`, in bytes.
+// Shared memory `kernel` needs with `tiles`, in bytes (0 on the rows path).
 uint32_t attention_shared_bytes(AttentionKernel kernel, const AttentionTiles& tiles, uint32_t d_k,
                                 uint32_t d_v);
 

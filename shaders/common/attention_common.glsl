@@ -82,6 +82,73 @@ float drop_factor(uint b, uint h, uint i, uint j) {
   return dropout_scale(pc.dropout_p, steps[0].seed, steps[0].step, pc.tensor_id,
                        drop_element(b, h, i, j));
 }
+
+// Register-only ("rows") kernels, attention_rows_*.comp: the Philox words of counter block
+// `ctr` (= element / 4) of this attention's dropout mask, and the inverted-dropout factor of one
+// word, exactly as drop_factor computes it: a run of consecutive weights then costs one Philox
+// call per four weights instead of one per weight, with a bit-identical mask.
+uvec4 drop_words(uint ctr) {
+  return philox4x32_10(uvec4(ctr, pc.tensor_id, steps[0].step, 0u), uvec2(steps[0].seed, 0x5EEDu));
+}
+float drop_from_word(uint bits) {
+  return float(bits >> 8) * (1.0 / 16777216.0) < pc.dropout_p ? 0.0 : 1.0 / (1.0 - pc.dropout_p);
+}
+#endif
+
+#ifdef ATT_ROWS
+// Rows kernels: a workgroup is exactly one subgroup of WG lanes, each owning ROWS rows (queries
+// for the forward and dQ, keys for dK/dV) whose vectors stay in registers; the rows the lanes
+// share are gathered one per lane and handed around by subgroupShuffle. No shared memory, no
+// barriers: on CPU devices (llvmpipe) those are gathers and coroutine switches.
+#ifdef VKF_F16
+#define ATT_T4 f16vec4
+#else
+#define ATT_T4 vec4
+#endif
+const uint ROWS = BR;  // rows per lane (constant_id 1)
+const uint DK4 = (DK + 3u) / 4u, DV4 = (DV + 3u) / 4u;
+// Bit 0: Q (and dQ), 1: K (dK), 2: V (dV), 3: O (dO) rows may be read as 4-vectors: the head
+// dim and all three strides are multiples of 4.
+layout(constant_id = 5) const uint VEC = 0u;
+layout(constant_id = 6) const uint DROP = 0u;   // dropout on (F_DROPOUT as a constant)
+layout(constant_id = 7) const uint ALIGN4 = 0u; // len_k % 4 == 0: weight (i, 4n) starts a Philox block
+const uint VEC_Q = 1u, VEC_K = 2u, VEC_V = 4u, VEC_O = 8u;
+
+// Defines vec4 NAME(uint base, uint c): elements 4c .. 4c + 3 of the row of BUF that starts at
+// element `base`, zero past its head dim D; a 4-vector read of BUF4 (BUF's f/f16vec4 view) when
+// bit BIT of VEC allows it. `c` is a constant after unrolling, so the scalar fallback's tests
+// fold away.
+#define ATT_ROW_LOADER(NAME, BUF, BUF4, BIT, D)                   \
+  vec4 NAME(uint base, uint c) {                                  \
+    if ((VEC & (BIT)) != 0u) return vec4(BUF4[base / 4u + c]);    \
+    vec4 x;                                                       \
+    [[unroll]] for (uint e = 0; e < 4u; ++e) {                    \
+      uint d = 4u * c + e;                                        \
+      x[e] = d < (D) ? float(BUF[base + min(d, (D) - 1u)]) : 0.0; \
+    }                                                             \
+    return x;                                                     \
+  }
+// Defines void NAME(uint base, uint c, vec4 x), the store twin of ATT_ROW_LOADER.
+#define ATT_ROW_STORER(NAME, BUF, BUF4, BIT, D) \
+  void NAME(uint base, uint c, vec4 x) {        \
+    if ((VEC & (BIT)) != 0u) {                  \
+      BUF4[base / 4u + c] = ATT_T4(x);          \
+      return;                                   \
+    }                                           \
+    [[unroll]] for (uint e = 0; e < 4u; ++e) {  \
+      uint d = 4u * c + e;                      \
+      if (d < (D)) BUF[base + d] = ATT_T(x[e]); \
+    }                                           \
+  }
+// Inverted-dropout factors of the four consecutive weights e .. e + 3 from the Philox words of
+// blocks e / 4 (lo) and e / 4 + 1 (hi); off = e % 4 (0 when ALIGN4 says so).
+vec4 drop_factor4(uvec4 lo, uvec4 hi, uint off) {
+  uvec4 x = off == 0u   ? lo
+            : off == 1u ? uvec4(lo.yzw, hi.x)
+            : off == 2u ? uvec4(lo.zw, hi.xy)
+                        : uvec4(lo.w, hi.xyz);
+  return vec4(drop_from_word(x.x), drop_from_word(x.y), drop_from_word(x.z), drop_from_word(x.w));
+}
 #endif
 
 #endif

@@ -1,7 +1,8 @@
 // Fused attention (engine/ops/attention.h) against the double reference
 // (tests/reference/attention.h): forward and backward on random shapes (cross attention, lengths
-// that are no tile multiple, per-batch padding, causal, dropout), every tile configuration,
-// strided layouts, f16 storage, fully masked rows, and finite-difference gradient checks.
+// that are no tile multiple, per-batch padding, causal, dropout), both kernel paths (tiled and
+// rows, ops::AttentionPath) with every tile / rows-per-lane configuration, strided layouts, f16
+// storage, fully masked rows, and finite-difference gradient checks.
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -17,6 +18,27 @@
 using namespace vkf;
 
 namespace {
+
+using Path = ops::AttentionPath;
+
+const char* path_name(Path p) {
+  return p == Path::tiled ? "tiled" : p == Path::rows ? "rows" : "automatic";
+}
+
+// The paths every test runs; the rows path needs a subgroup of 4..32 lanes, a multiple of 4.
+std::vector<Path> paths() {
+  const DeviceInfo& info = test::device().info();
+  if (info.subgroup_size >= 4 && info.subgroup_size <= 32 && info.subgroup_size % 4 == 0)
+    return {Path::tiled, Path::rows};
+  WARN("no rows path on " << info.name << " (subgroup of " << info.subgroup_size << ")");
+  return {Path::tiled};
+}
+
+ops::AttentionTiles on_path(Path p) {
+  ops::AttentionTiles t;
+  t.path = p;
+  return t;
+}
 
 struct Case {
   ref::AttentionShape s;
@@ -43,6 +65,9 @@ std::vector<Case> cases() {
   add(1, 2, 70, 7, 40, 24, false, 0.0f, {}, {}, "cross 70x7 d_k 40 d_v 24");
   add(2, 2, 64, 64, 64, 64, true, 0.1f, {64, 64}, {}, "self 64 d64 causal dropout");
   add(2, 2, 7, 9, 16, 16, true, 0.2f, {0, 9}, {7, 0}, "fully masked batches");
+  // Head dims that are no multiple of 4 (the rows path's scalar reads), len_k odd (its dropout
+  // runs start anywhere in a Philox block).
+  add(2, 2, 9, 13, 18, 5, true, 0.15f, {13, 6}, {9, 4}, "cross 9x13 d_k 18 d_v 5 dropout");
   return c;
 }
 
@@ -182,8 +207,9 @@ void check_case(const Case& c, const ops::AttentionTiles& tiles, DType dtype, To
                 Tolerance bwd_tol) {
   Device& dev = test::device();
   const auto& s = c.s;
-  INFO(c.what << " tiles wg " << tiles.workgroup << " " << tiles.block_q << "x" << tiles.block_k
-              << " " << dtype_name(dtype));
+  INFO(c.what << " " << path_name(tiles.path) << " tiles wg " << tiles.workgroup << " "
+              << tiles.block_q << "x" << tiles.block_k << " rows " << tiles.rows << " "
+              << dtype_name(dtype));
   Inputs in = random_inputs(s, uint32_t(s.len_q * 131 + s.len_k), dtype == DType::f16);
   Gpu g(dev, s, dtype);
   g.put(g.q, in.q), g.put(g.k, in.k), g.put(g.v, in.v), g.put(g.d_o, in.d_o);
@@ -209,14 +235,35 @@ void check_case(const Case& c, const ops::AttentionTiles& tiles, DType dtype, To
         1.0);
 }
 
-// Tile configurations forced in the tests: the defaults and the shapes other devices take,
-// including a workgroup smaller than a tile's rows.
+// Configurations forced in the tests. Tiled path: the defaults and the shapes other devices take,
+// including a workgroup smaller than a tile's rows. Rows path: the default and 1, 3 (no multiple
+// of 4: dK/dV's dropout runs start anywhere in a Philox block) and 8 rows per lane.
 std::vector<ops::AttentionTiles> forced_tiles() {
-  return {{0, 0, 0},     {64, 16, 16},  {32, 8, 32},  {8, 16, 16},
-          {128, 32, 32}, {256, 32, 32}, {64, 32, 16}, {32, 8, 8}};
+  std::vector<ops::AttentionTiles> t;
+  for (ops::AttentionTiles x : std::vector<ops::AttentionTiles>{{0, 0, 0},
+                                                                {64, 16, 16},
+                                                                {32, 8, 32},
+                                                                {8, 16, 16},
+                                                                {128, 32, 32},
+                                                                {256, 32, 32},
+                                                                {64, 32, 16},
+                                                                {32, 8, 8}}) {
+    x.path = Path::tiled;
+    t.push_back(x);
+  }
+  if (paths().size() > 1)
+    for (uint32_t rows : {0u, 1u, 3u, 8u}) {
+      ops::AttentionTiles x = on_path(Path::rows);
+      x.rows = rows;
+      t.push_back(x);
+    }
+  return t;
 }
 
 bool fits(Device& dev, const ops::AttentionTiles& t, const ref::AttentionShape& s) {
+  // 8 rows a lane of d 128 is valid but takes llvmpipe long to compile; 8 rows of d <= 64 and
+  // the default 2 rows of d 128 cover the same code.
+  if (t.path == Path::rows) return t.rows * std::max(s.d_k, s.d_v) <= 512;
   if (t.workgroup == 0) return true;
   for (auto k : {ops::AttentionKernel::forward, ops::AttentionKernel::backward_kv,
                  ops::AttentionKernel::backward_q})
@@ -247,14 +294,22 @@ VKF_TEST_CASE("attention with f16 storage matches the reference", "[shaders][att
     return;
   }
   for (const Case& c : cases())
-    for (const auto& t : {ops::AttentionTiles{}, ops::AttentionTiles{64, 16, 16}})
-      if (fits(dev, t, c.s)) check_case(c, t, DType::f16, k_fwd_f16, k_bwd_f16);
+    for (Path path : paths())
+      for (uint32_t variant : {0, 1}) {
+        // tiled: the default and 64 threads on 16x16 tiles; rows: the default and 3 rows a lane
+        ops::AttentionTiles t = on_path(path);
+        if (variant == 1 && path == Path::tiled) t.workgroup = 64, t.block_q = 16, t.block_k = 16;
+        if (variant == 1 && path == Path::rows) t.rows = 3;
+        if (fits(dev, t, c.s)) check_case(c, t, DType::f16, k_fwd_f16, k_bwd_f16);
+      }
 }
 
-VKF_TEST_CASE("attention reads and writes strided [batch, len, heads * d] layouts",
-              "[shaders][attention]") {
-  // Self-attention fed straight from a fused QKV projection [batch, len, 3, heads, d], output
-  // [batch, len, heads, d]; the gradients land in the same fused layout.
+namespace {
+
+// Self-attention fed straight from a fused QKV projection [batch, len, 3, heads, d], output
+// [batch, len, heads, d]; the gradients land in the same fused layout.
+void check_strided(Path path) {
+  INFO(path_name(path));
   Device& dev = test::device();
   const int batch = 2, heads = 2, len = 33, d = 32, hd = heads * d;
   ref::AttentionShape s;
@@ -295,13 +350,15 @@ VKF_TEST_CASE("attention reads and writes strided [batch, len, heads * d] layout
   a.q_layout = a.k_layout = a.v_layout = fused;
   a.o_layout = {uint32_t(len * hd), uint32_t(d), uint32_t(hd)};
   a.key_len = key_len, a.causal = true, a.dropout_p = s.dropout_p, a.scalars = scalars;
+  a.tiles = on_path(path);
   Recorder rec(dev);
   uint32_t poison;
   std::memcpy(&poison, &test::k_poison, 4);
   rec.fill(b_o, poison), rec.fill(b_dqkv, poison);
   ops::attention_forward(dev, rec, a);
-  ops::attention_backward(dev, rec,
-                          {a, b_do, part(b_dqkv, 0), part(b_dqkv, 1), part(b_dqkv, 2), delta});
+  ops::attention_backward(
+      dev, rec,
+      {a, b_do, part(b_dqkv, 0), part(b_dqkv, 1), part(b_dqkv, 2), delta, a.tiles, a.tiles});
   rec.finish().run();
 
   auto q = gather(qkv, 0, 3), k = gather(qkv, 1, 3), v = gather(qkv, 2, 3);
@@ -318,6 +375,13 @@ VKF_TEST_CASE("attention reads and writes strided [batch, len, heads * d] layout
   CHECK(test::tolerance_ratio(as_float(gather(dqkv, 2, 3)), grads.d_v, 1e-4, 1e-3) <= 1.0);
 }
 
+}  // namespace
+
+VKF_TEST_CASE("attention reads and writes strided [batch, len, heads * d] layouts",
+              "[shaders][attention]") {
+  for (Path path : paths()) check_strided(path);
+}
+
 VKF_TEST_CASE("a recorded attention replays with a new dropout seed", "[shaders][attention]") {
   Device& dev = test::device();
   ref::AttentionShape s;
@@ -326,22 +390,25 @@ VKF_TEST_CASE("a recorded attention replays with a new dropout seed", "[shaders]
   Inputs in = random_inputs(s, 99, false);
   Gpu g(dev, s, DType::f32);
   g.put(g.q, in.q), g.put(g.k, in.k), g.put(g.v, in.v);
-  Recorder rec(dev);
-  ops::attention_forward(dev, rec, g.args({}));
-  Sequence seq = rec.finish();
-  std::vector<float> first;
-  for (uint32_t seed : {11u, 12u}) {
-    StepScalars st;
-    st.seed = s.seed = seed, st.step = s.step;
-    std::memcpy(g.scalars.mapped(), &st, sizeof st);
-    seq.run();
-    auto o = dev.download<float>(g.o, count_o(s));
-    auto want = ref::attention_forward(s, to_double(in.q), to_double(in.k), to_double(in.v));
-    CHECK(test::tolerance_ratio(o, want.o, 2e-5, 1e-4) <= 1.0);
-    if (first.empty())
-      first = o;
-    else
-      CHECK(o != first);
+  for (Path path : paths()) {
+    INFO(path_name(path));
+    Recorder rec(dev);
+    ops::attention_forward(dev, rec, g.args(on_path(path)));
+    Sequence seq = rec.finish();
+    std::vector<float> first;
+    for (uint32_t seed : {11u, 12u}) {
+      StepScalars st;
+      st.seed = s.seed = seed, st.step = s.step;
+      std::memcpy(g.scalars.mapped(), &st, sizeof st);
+      seq.run();
+      auto o = dev.download<float>(g.o, count_o(s));
+      auto want = ref::attention_forward(s, to_double(in.q), to_double(in.k), to_double(in.v));
+      CHECK(test::tolerance_ratio(o, want.o, 2e-5, 1e-4) <= 1.0);
+      if (first.empty())
+        first = o;
+      else
+        CHECK(o != first);
+    }
   }
 }
 
@@ -405,21 +472,35 @@ VKF_TEST_CASE("attention GPU backward matches finite differences of the double f
   Device& dev = test::device();
   ref::AttentionShape s = tiny_shape();
   Inputs in = random_inputs(s, 6, false);
-  Gpu g(dev, s, DType::f32);
-  g.put(g.q, in.q), g.put(g.k, in.k), g.put(g.v, in.v), g.put(g.d_o, in.d_o);
-  Recorder rec(dev);
-  for (const Buffer* b : {&g.o, &g.d_q, &g.d_k, &g.d_v}) g.poison(rec, *b);
-  ops::attention_forward(dev, rec, g.args({}));
-  ops::attention_backward(dev, rec, g.backward_args({}));
-  rec.finish().run();
   auto q = to_double(in.q), k = to_double(in.k), v = to_double(in.v), G = to_double(in.d_o);
-  // fp32 gradients of O(1) against double central differences (truncation ~1e-10).
-  CHECK(test::tolerance_ratio(g.get(g.d_q, count_q(s)), numeric_grad(s, q, k, v, G, 0, 1e-5), 2e-5,
-                              1e-4) <= 1.0);
-  CHECK(test::tolerance_ratio(g.get(g.d_k, count_k(s)), numeric_grad(s, q, k, v, G, 1, 1e-5), 2e-5,
-                              1e-4) <= 1.0);
-  CHECK(test::tolerance_ratio(g.get(g.d_v, count_v(s)), numeric_grad(s, q, k, v, G, 2, 1e-5), 2e-5,
-                              1e-4) <= 1.0);
+  for (Path path : paths()) {
+    INFO(path_name(path));
+    Gpu g(dev, s, DType::f32);
+    g.put(g.q, in.q), g.put(g.k, in.k), g.put(g.v, in.v), g.put(g.d_o, in.d_o);
+    Recorder rec(dev);
+    for (const Buffer* b : {&g.o, &g.d_q, &g.d_k, &g.d_v}) g.poison(rec, *b);
+    ops::attention_forward(dev, rec, g.args(on_path(path)));
+    ops::attention_backward(dev, rec, g.backward_args(on_path(path)));
+    rec.finish().run();
+    // fp32 gradients of O(1) against double central differences (truncation ~1e-10).
+    CHECK(test::tolerance_ratio(g.get(g.d_q, count_q(s)), numeric_grad(s, q, k, v, G, 0, 1e-5),
+                                2e-5, 1e-4) <= 1.0);
+    CHECK(test::tolerance_ratio(g.get(g.d_k, count_k(s)), numeric_grad(s, q, k, v, G, 1, 1e-5),
+                                2e-5, 1e-4) <= 1.0);
+    CHECK(test::tolerance_ratio(g.get(g.d_v, count_v(s)), numeric_grad(s, q, k, v, G, 2, 1e-5),
+                                2e-5, 1e-4) <= 1.0);
+  }
+}
+
+VKF_TEST_CASE("attention picks the rows path on CPU devices only", "[shaders][attention]") {
+  const DeviceInfo& info = test::device().info();
+  for (auto k : {ops::AttentionKernel::forward, ops::AttentionKernel::backward_kv,
+                 ops::AttentionKernel::backward_q}) {
+    ops::AttentionTiles t = ops::attention_default_tiles(info, k, 64, 64);
+    CHECK(t.path == (info.is_cpu() && paths().size() > 1 ? Path::rows : Path::tiled));
+    CHECK(t.rows >= 1);
+    CHECK(t.workgroup >= 1);  // the tiled fields stay filled in for a forced tiled path
+  }
 }
 
 VKF_TEST_CASE("attention arguments are checked", "[shaders][attention]") {
@@ -434,8 +515,12 @@ VKF_TEST_CASE("attention arguments are checked", "[shaders][attention]") {
   a = g.args({});
   a.len_q = 5;
   REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("q needs"));
-  a = g.args({512, 128, 128});
+  a = g.args({512, 128, 128, Path::tiled});
   REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("shared memory"));
+  if (paths().size() > 1) {
+    a = g.args({0, 0, 0, Path::rows, 9});
+    REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("rows per lane"));
+  }
   a = g.args({});
   a.dropout_p = 0.5f, a.scalars = {};
   REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("StepScalars"));
