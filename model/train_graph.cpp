@@ -56,14 +56,14 @@ void TrainGraph::set_batch(const BatchTokens& b) {
     throw Error("TrainGraph::set_batch: batch does not match the bucket [" +
                 std::to_string(shape_.batch) + " x " + std::to_string(shape_.src_len) + "/" +
                 std::to_string(shape_.tgt_len) + "]");
-  auto put = [&](const char* name, const std::vector<int32_t>& v) {
-    std::memcpy(pool_->host(name, v.size()).mapped, v.data(), v.size() * 4);
+  auto put = [](const BufferRef& dst, const std::vector<int32_t>& v) {
+    std::memcpy(dst.mapped, v.data(), v.size() * 4);
   };
-  put("in.src", b.src);
-  put("in.tgt_in", b.tgt_in);
-  put("in.tgt_out", b.tgt_out);
-  put("in.src_len", b.src_len);
-  put("in.tgt_len", b.tgt_len);
+  put(io_.src, b.src);
+  put(io_.tgt_in, b.tgt_in);
+  put(io_.tgt_out, b.tgt_out);
+  put(io_.src_len, b.src_len);
+  put(io_.tgt_len, b.tgt_len);
 }
 
 void TrainGraph::submit() {
@@ -75,9 +75,9 @@ StepResult TrainGraph::collect() {
   StepResult r;
   const uint32_t B = shape_.batch, Lt = shape_.tgt_len;
   std::vector<float> loss(uint64_t{B} * Lt), logp(uint64_t{B} * Lt);
-  std::memcpy(loss.data(), pool_->host("out.loss", loss.size()).mapped, loss.size() * 4);
-  std::memcpy(logp.data(), pool_->host("out.logp", logp.size()).mapped, logp.size() * 4);
-  const auto* tgt = reinterpret_cast<const int32_t*>(pool_->host("in.tgt_out", loss.size()).mapped);
+  std::memcpy(loss.data(), io_.loss.mapped, loss.size() * 4);
+  std::memcpy(logp.data(), io_.logp.mapped, logp.size() * 4);
+  const auto* tgt = reinterpret_cast<const int32_t*>(io_.tgt_out.mapped);
   r.row_logprob.assign(B, 0.0);
   for (uint64_t i = 0; i < loss.size(); ++i) {
     if (tgt[i] == config_.pad_id) continue;
@@ -110,9 +110,13 @@ void TrainGraph::record_forward(Recorder& rec) {
                   scalars_,
                   options_.dropout ? c.dropout : 0.0f,
                   options_.dropout ? c.attention_dropout : 0.0f};
-  const BufferRef src = b.host("in.src", uint64_t{B} * Ls), tgt_in = b.host("in.tgt_in", Nt),
-                  tgt_out = b.host("in.tgt_out", Nt), src_len = b.host("in.src_len", B),
-                  tgt_len = b.host("in.tgt_len", B);
+  io_.src = b.host("in.src", uint64_t{B} * Ls);
+  io_.tgt_in = b.host("in.tgt_in", Nt);
+  io_.tgt_out = b.host("in.tgt_out", Nt);
+  io_.src_len = b.host("in.src_len", B);
+  io_.tgt_len = b.host("in.tgt_len", B);
+  const BufferRef src = io_.src, tgt_in = io_.tgt_in, tgt_out = io_.tgt_out, src_len = io_.src_len,
+                  tgt_len = io_.tgt_len;
 
   const BufferRef memory = encoder_forward(f, src, src_len, B, Ls);
 
@@ -156,8 +160,10 @@ void TrainGraph::record_loss(Recorder& rec, const BufferRef& logits, const Buffe
   a.logits = logits;
   a.targets = targets;
   a.step = scalars_;
-  a.row_loss = pool_->host("out.loss", rows);
-  a.row_logp = pool_->host("out.logp", rows);
+  io_.loss = pool_->host("out.loss", rows);
+  io_.logp = pool_->host("out.logp", rows);
+  a.row_loss = io_.loss;
+  a.row_logp = io_.logp;
   if (options_.backward) a.dlogits = logits;  // in place: the logits are not needed again
   a.rows = rows;
   a.vocab = uint32_t(config_.vocab_size);
@@ -184,8 +190,7 @@ void TrainGraph::record_backward(Recorder& rec) {
   const float drop = options_.dropout ? c.dropout : 0.0f;
   const float attn_drop = options_.dropout ? c.attention_dropout : 0.0f;
   const uint32_t Ns = D.Ns(), Nt = D.Nt(), Nmax = std::max(Ns, Nt);
-  const BufferRef src = b.host("in.src", Ns), tgt_in = b.host("in.tgt_in", Nt),
-                  src_len = b.host("in.src_len", D.B), tgt_len = b.host("in.tgt_len", D.B);
+  const BufferRef src = io_.src, tgt_in = io_.tgt_in, src_len = io_.src_len, tgt_len = io_.tgt_len;
 
   BufferRef ones = b.get("ones", Nmax);
   ops::fill(dev_, rec, ones, Nmax, 1.0f);

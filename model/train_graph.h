@@ -85,6 +85,12 @@ class TrainGraph {
   BufferRef scalars_;
   GraphOptions options_;
   std::shared_ptr<ActivationPool> pool_;
+  // The host-visible inputs and outputs this graph was recorded with. Kept here, not looked up
+  // by name again: a shared pool may since have replaced a buffer by a larger one for another
+  // shape, and this graph's commands still read and write the one they were recorded with.
+  struct HostIo {
+    BufferRef src, tgt_in, tgt_out, src_len, tgt_len, loss, logp;
+  } io_;
   std::unique_ptr<Sequence> seq_;
 };
 

@@ -193,3 +193,34 @@ VKF_TEST_CASE("training on a copy task drives the loss to near zero",
   CHECK(first > 1.5);
   CHECK(last < 0.2);  // from ~3.3 (uniform over 12 tokens: 2.5 plus length)
 }
+
+VKF_TEST_CASE("graphs sharing a pool keep their own inputs when a larger shape grows it",
+              "[model][transformer][pool]") {
+  // A small shape recorded first, then a larger one (the pool replaces its buffers by larger
+  // ones), then the small graph used again: it must read the batch it was given and report its
+  // own loss, as a graph with buffers of its own does.
+  Device& dev = test::device();
+  ModelConfig c = small_config();
+  DeviceParams params(dev, c);
+  params.upload(init_parameters(params.layout(), c, 5));
+  Buffer scalars = make_scalars(dev, 1, 1.0f);
+  auto pool = std::make_shared<ActivationPool>(dev);
+  const GraphOptions shared{.backward = false, .dropout = false, .profile = false, .pool = pool};
+  const BucketShape small{2, 5, 4}, large{4, 9, 8};
+  TrainGraph a(dev, params, small, scalars, shared);
+  TrainGraph b(dev, params, large, scalars, shared);
+  TrainGraph alone(dev, params, small, scalars, {.backward = false, .dropout = false});
+  const BatchTokens batch = make_batch(c, small, {5, 3}, {4, 2}, 7);
+  b.set_batch(make_batch(c, large, {9, 4, 2, 7}, {8, 3, 5, 1}, 8));
+  b.run();
+  a.set_batch(batch);
+  alone.set_batch(batch);
+  const StepResult got = a.run(), want = alone.run();
+  CHECK(got.tokens == want.tokens);
+  CHECK(got.loss_sum == Approx(want.loss_sum).epsilon(1e-6));
+  CHECK(got.row_logprob == want.row_logprob);
+  const std::vector<float> flat = params.download();
+  const auto ref = ref::transformer_forward(
+      c, params.layout(), std::vector<double>(flat.begin(), flat.end()), to_ref(small, batch));
+  CHECK(got.loss_sum == Approx(ref.loss).epsilon(1e-4));
+}
