@@ -270,24 +270,36 @@ AttentionTiles attention_default_tiles(const DeviceInfo& info, AttentionKernel k
   return t;
 }
 
-void attention_forward(Device& dev, Recorder& rec, const AttentionArgs& a) {
-  validate(dev, a);
-  AttentionTiles t = pick(dev, AttentionKernel::forward, a.tiles, a);
-  Push push = make_push(a);
-  std::vector<Arg> args = {in(a.q), in(a.k), in(a.v), out(a.o), out(a.lse)};
+// Dispatches one of the three main kernels on the path `t` chose: "attention_rows_<name>" (one
+// subgroup per workgroup, `t.rows` rows a lane) or the tiled "attention_<name>". `args` are the
+// kernel's own bindings; the optional masks and scalars are appended. `len` is the length the
+// kernel's workgroups tile (queries for forward and dQ, keys for dK/dV).
+void dispatch_on_path(Device& dev, Recorder& rec, AttentionKernel kind, const std::string& name,
+                      const AttentionTiles& t, const AttentionArgs& a, std::vector<Arg> args,
+                      uint32_t len) {
   for (const Arg& x : tail_args(a)) args.push_back(x);
+  const Push push = make_push(a);
+  const uint32_t bindings = uint32_t(args.size());
   if (t.path == AttentionPath::rows) {
-    const uint32_t lanes = dev.info().subgroup_size;
-    const Kernel& k = dev.kernel({kernel_name("attention_rows_forward", a.dtype), 8, sizeof push,
-                                  rows_spec(dev.info(), AttentionKernel::forward, t.rows, a)});
-    rec.dispatch(k, args, &push, sizeof push, tile_groups(a.len_q, lanes * t.rows, a));
+    const Kernel& k = dev.kernel({kernel_name(("attention_rows_" + name).c_str(), a.dtype),
+                                  bindings, sizeof push, rows_spec(dev.info(), kind, t.rows, a)});
+    rec.dispatch(k, args, &push, sizeof push,
+                 tile_groups(len, dev.info().subgroup_size * t.rows, a));
     return;
   }
-  const Kernel& k = dev.kernel({kernel_name("attention_forward", a.dtype),
-                                8,
+  const Kernel& k = dev.kernel({kernel_name(("attention_" + name).c_str(), a.dtype),
+                                bindings,
                                 sizeof push,
                                 {t.workgroup, t.block_q, t.block_k, a.d_k, a.d_v}});
-  rec.dispatch(k, args, &push, sizeof push, tile_groups(a.len_q, t.block_q, a));
+  rec.dispatch(k, args, &push, sizeof push,
+               tile_groups(len, kind == AttentionKernel::backward_kv ? t.block_k : t.block_q, a));
+}
+
+void attention_forward(Device& dev, Recorder& rec, const AttentionArgs& a) {
+  validate(dev, a);
+  const AttentionTiles t = pick(dev, AttentionKernel::forward, a.tiles, a);
+  dispatch_on_path(dev, rec, AttentionKernel::forward, "forward", t, a,
+                   {in(a.q), in(a.k), in(a.v), out(a.o), out(a.lse)}, a.len_q);
 }
 
 void attention_backward(Device& dev, Recorder& rec, const AttentionBackwardArgs& g) {
@@ -304,10 +316,8 @@ void attention_backward(Device& dev, Recorder& rec, const AttentionBackwardArgs&
   check_rows("delta", g.delta, a);
   AttentionTiles tkv = pick(dev, AttentionKernel::backward_kv, g.tiles_kv, a);
   AttentionTiles tq = pick(dev, AttentionKernel::backward_q, g.tiles_q, a);
-  Push push = make_push(a);
-  const uint32_t lanes = dev.info().subgroup_size;
-
-  uint64_t rows = uint64_t{a.batch} * a.heads * a.len_q;
+  const Push push = make_push(a);
+  const uint64_t rows = uint64_t{a.batch} * a.heads * a.len_q;
   const Kernel& kd = dev.kernel({kernel_name("attention_backward_delta", a.dtype),
                                  3,
                                  sizeof push,
@@ -315,36 +325,13 @@ void attention_backward(Device& dev, Recorder& rec, const AttentionBackwardArgs&
   rec.dispatch(kd, {in(a.o), in(g.d_o), out(g.delta)}, &push, sizeof push,
                groups_1d(rows, k_delta_local));
 
-  std::vector<Arg> args = {in(a.q),   in(a.k),     in(a.v),    in(g.d_o),
-                           in(a.lse), in(g.delta), out(g.d_k), out(g.d_v)};
-  for (const Arg& x : tail_args(a)) args.push_back(x);
-  if (tkv.path == AttentionPath::rows) {
-    const Kernel& kkv =
-        dev.kernel({kernel_name("attention_rows_backward_kv", a.dtype), 11, sizeof push,
-                    rows_spec(dev.info(), AttentionKernel::backward_kv, tkv.rows, a)});
-    rec.dispatch(kkv, args, &push, sizeof push, tile_groups(a.len_k, lanes * tkv.rows, a));
-  } else {
-    const Kernel& kkv = dev.kernel({kernel_name("attention_backward_kv", a.dtype),
-                                    11,
-                                    sizeof push,
-                                    {tkv.workgroup, tkv.block_q, tkv.block_k, a.d_k, a.d_v}});
-    rec.dispatch(kkv, args, &push, sizeof push, tile_groups(a.len_k, tkv.block_k, a));
-  }
-
-  args = {in(a.q), in(a.k), in(a.v), in(g.d_o), in(a.lse), in(g.delta), out(g.d_q)};
-  for (const Arg& x : tail_args(a)) args.push_back(x);
-  if (tq.path == AttentionPath::rows) {
-    const Kernel& kq =
-        dev.kernel({kernel_name("attention_rows_backward_q", a.dtype), 10, sizeof push,
-                    rows_spec(dev.info(), AttentionKernel::backward_q, tq.rows, a)});
-    rec.dispatch(kq, args, &push, sizeof push, tile_groups(a.len_q, lanes * tq.rows, a));
-  } else {
-    const Kernel& kq = dev.kernel({kernel_name("attention_backward_q", a.dtype),
-                                   10,
-                                   sizeof push,
-                                   {tq.workgroup, tq.block_q, tq.block_k, a.d_k, a.d_v}});
-    rec.dispatch(kq, args, &push, sizeof push, tile_groups(a.len_q, tq.block_q, a));
-  }
+  dispatch_on_path(
+      dev, rec, AttentionKernel::backward_kv, "backward_kv", tkv, a,
+      {in(a.q), in(a.k), in(a.v), in(g.d_o), in(a.lse), in(g.delta), out(g.d_k), out(g.d_v)},
+      a.len_k);
+  dispatch_on_path(dev, rec, AttentionKernel::backward_q, "backward_q", tq, a,
+                   {in(a.q), in(a.k), in(a.v), in(g.d_o), in(a.lse), in(g.delta), out(g.d_q)},
+                   a.len_q);
 }
 
 }  // namespace vkf::ops
