@@ -1,6 +1,9 @@
 #pragma once
-// Parameters, gradients and Adam state of one replica, each one flat device buffer in
-// ParamLayout order, so the optimizer and the all-reduce see single ranges.
+// Parameters, gradients and Adam state of one replica, in ParamLayout order. Each is one flat
+// device buffer where the device can bind that much (every GPU for the paper's models); where it
+// cannot (lavapipe binds at most 128 MiB, some mobile drivers less), the flat range is cut into
+// chunks at tensor boundaries, each its own buffer, and the optimizer and the gradient exchange
+// work chunk by chunk. Every tensor lies in one chunk, so kernels see one binding per tensor.
 #include <string>
 #include <vector>
 
@@ -12,19 +15,24 @@ namespace vkf::model {
 
 class DeviceParams {
  public:
-  DeviceParams(Device& dev, const ModelConfig& config);
+  struct Chunk {
+    uint64_t first = 0;   // flat offset (floats) of the chunk's first element
+    uint64_t floats = 0;  // elements, padding included
+    Buffer params, grads, m, v;
+  };
+
+  // max_chunk_bytes: 0 = the device's limit (tests force smaller chunks).
+  DeviceParams(Device& dev, const ModelConfig& config, uint64_t max_chunk_bytes = 0);
 
   const ModelConfig& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
-  BufferRef param(const std::string& name) const { return slice(params_, name); }
-  BufferRef grad(const std::string& name) const { return slice(grads_, name); }
-  const Buffer& params() const { return params_; }
-  const Buffer& grads() const { return grads_; }
-  const Buffer& adam_m() const { return m_; }
-  const Buffer& adam_v() const { return v_; }
+  BufferRef param(const std::string& name) const { return slice(&Chunk::params, name); }
+  BufferRef grad(const std::string& name) const { return slice(&Chunk::grads, name); }
+  const std::vector<Chunk>& chunks() const { return chunks_; }
 
   void upload(const std::vector<float>& flat);
   std::vector<float> download() const;
+  std::vector<float> download_grads() const;
   // Adam's first and second moments, for the optimizer-state file that makes a run resumable.
   void upload_moments(const std::vector<float>& m, const std::vector<float>& v);
   std::vector<float> download_m() const;
@@ -32,11 +40,13 @@ class DeviceParams {
   void zero_state();  // gradients and Adam moments
 
  private:
-  BufferRef slice(const Buffer& b, const std::string& name) const;
+  BufferRef slice(Buffer Chunk::*which, const std::string& name) const;
+  void upload_flat(Buffer Chunk::*which, const std::vector<float>& flat, const char* what);
+  std::vector<float> download_flat(Buffer Chunk::*which) const;
   Device& dev_;
   ModelConfig config_;
   ParamLayout layout_;
-  Buffer params_, grads_, m_, v_;
+  std::vector<Chunk> chunks_;
 };
 
 }  // namespace vkf::model

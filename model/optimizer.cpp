@@ -7,9 +7,10 @@ namespace vkf::model {
 Optimizer::Optimizer(Device& dev, DeviceParams& params, const BufferRef& step_scalars,
                      const ops::AdamOptions& options)
     : dev_(dev) {
-  const auto n = static_cast<uint32_t>(params.layout().total_floats());
+  // One norm over every chunk's gradients; then Adam chunk by chunk with that norm.
   ops::GradNormArgs norm_args;
-  norm_args.grads = {{params.grads(), n}};
+  for (const auto& c : params.chunks())
+    norm_args.grads.push_back({c.grads.ref(), static_cast<uint32_t>(c.floats)});
   partials_ = dev.allocate(ops::grad_norm_partials_bytes(norm_args), "gradient-norm partials");
   norm_ = dev.allocate(sizeof(ops::GradNormResult), "gradient norm", MemoryKind::host);
   norm_args.partials = partials_;
@@ -17,17 +18,19 @@ Optimizer::Optimizer(Device& dev, DeviceParams& params, const BufferRef& step_sc
 
   Recorder rec(dev);
   ops::grad_norm(dev, rec, norm_args);
-  ops::AdamArgs adam;
-  adam.params = params.params();
-  adam.grads = params.grads();
-  adam.m = params.adam_m();
-  adam.v = params.adam_v();
-  adam.step = step_scalars;
-  adam.grad_norm = norm_;
-  adam.n = n;
-  adam.options = options;
-  ops::adam(dev, rec, adam);
-  rec.fill(params.grads(), 0);
+  for (const auto& c : params.chunks()) {
+    ops::AdamArgs adam;
+    adam.params = c.params;
+    adam.grads = c.grads;
+    adam.m = c.m;
+    adam.v = c.v;
+    adam.step = step_scalars;
+    adam.grad_norm = norm_;
+    adam.n = static_cast<uint32_t>(c.floats);
+    adam.options = options;
+    ops::adam(dev, rec, adam);
+  }
+  for (const auto& c : params.chunks()) rec.fill(c.grads, 0);
   seq_ = std::make_unique<Sequence>(rec.finish());
 }
 

@@ -224,7 +224,7 @@ class Run {
   std::unique_ptr<Batcher> train_batcher_, valid_batcher_;
   std::vector<Replica> replicas_;
   std::vector<double> weights_;  // share of every batch, per global replica
-  std::unique_ptr<GradientExchange> exchange_;
+  std::vector<std::unique_ptr<GradientExchange>> exchanges_;
   std::unique_ptr<BatchStream> stream_;
   std::unique_ptr<JsonlLog> log_;
   TrainState state_;
@@ -292,7 +292,7 @@ void Run::setup_replicas(const std::vector<float>& initial, const TrainState& re
     Replica& r = replicas_.emplace_back();
     r.dev = devices_[i];
     r.global_index = rank * int(devices_.size()) + int(i);
-    r.params = std::make_unique<DeviceParams>(*r.dev, config_);
+    r.params = std::make_unique<DeviceParams>(*r.dev, config_, o_.max_param_chunk_bytes);
     r.params->upload(initial);
     if (o_.resume) r.params->upload_moments(resumed.adam_m, resumed.adam_v);
     r.scalars = r.dev->allocate(sizeof(StepScalars), "step scalars", MemoryKind::host);
@@ -309,14 +309,15 @@ void Run::setup_replicas(const std::vector<float>& initial, const TrainState& re
   }
   weights_.assign(size_t(world()), 1.0);
   if (world() > 1) {
+    // One exchange per parameter chunk (one chunk wherever the device binds the whole model).
     std::vector<Device*> devs;
-    std::vector<BufferRef> grads;
-    for (auto& r : replicas_) {
-      devs.push_back(r.dev);
-      grads.push_back(r.params->grads().ref());
+    for (auto& r : replicas_) devs.push_back(r.dev);
+    for (size_t c = 0; c < replicas_[0].params->chunks().size(); ++c) {
+      std::vector<BufferRef> grads;
+      for (auto& r : replicas_) grads.push_back(r.params->chunks()[c].grads.ref());
+      exchanges_.push_back(std::make_unique<GradientExchange>(
+          devs, grads, replicas_[0].params->chunks()[c].floats, o_.group));
     }
-    exchange_ = std::make_unique<GradientExchange>(
-        devs, grads, replicas_[0].params->layout().total_floats(), o_.group);
   }
 }
 
@@ -613,9 +614,9 @@ TrainSummary Run::go() {
         throw Error("the loss became " + std::string(std::isnan(sums[0]) ? "NaN" : "infinite") +
                     " at step " + std::to_string(step) + "; " + last_good() +
                     " (a lower learning rate or longer warm-up may help)");
-      if (exchange_) {
-        exchange_->all_reduce();
-        summary.exchange_seconds += exchange_->stats().seconds;
+      for (auto& exchange : exchanges_) {
+        exchange->all_reduce();
+        summary.exchange_seconds += exchange->stats().seconds;
       }
       // The mean over every token of the step, whatever each replica's share.
       for (Replica& r : replicas_) {
@@ -661,7 +662,11 @@ TrainSummary Run::go() {
       j["grad_norm"] = opt.grad_norm;
       j["steps_in_interval"] = interval_steps;
       j["interval_seconds"] = seconds_since(interval_start);
-      if (exchange_) j["exchange_seconds"] = exchange_->stats().seconds;
+      if (!exchanges_.empty()) {
+        double seconds = 0;
+        for (auto& exchange : exchanges_) seconds += exchange->stats().seconds;
+        j["exchange_seconds"] = seconds;
+      }
       log(j);
       summary.train_loss_per_token = m.loss_per_token;
       interval_loss = interval_nll = 0;
@@ -692,7 +697,7 @@ TrainSummary Run::go() {
   summary.interrupted = interrupted;
   summary.tokens_per_second = double(run_tokens) / std::max(seconds_since(started_), 1e-9);
   summary.peak_pool_bytes = replicas_[0].pool->bytes();
-  if (exchange_ && summary.step_seconds > 0) {
+  if (!exchanges_.empty() && summary.step_seconds > 0) {
     char line[160];
     std::snprintf(
         line, sizeof line, "gradient exchange: %.1f%% of the step time (%.3f s a step)",

@@ -55,6 +55,8 @@ struct TrainerOptions {
   bool balance = true;
   uint64_t balance_after = 20;
   ProcessGroup* group = nullptr;  // MPI world; rank 0 writes checkpoints and logs
+  // Largest parameter buffer (0: what the device binds); tests force several chunks.
+  uint64_t max_param_chunk_bytes = 0;
   // Tests: replica `fail_replica` (global index) reports a lost device at step `fail_step`.
   int fail_replica = -1;
   uint64_t fail_step = 0;

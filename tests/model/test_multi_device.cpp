@@ -64,11 +64,15 @@ VKF_TEST_CASE("2 and 3 logical devices train like one device with the whole batc
     moved = std::max(moved, std::fabs(double(init[i]) - double(want.params[i])));
   CHECK(moved > 1e-4);
 
-  for (size_t n : {size_t(2), size_t(3)}) {
-    INFO(n << " devices");
+  // 2 and 3 devices, and 2 devices with the parameters cut into chunks (one exchange each).
+  for (auto [n, chunk] : {std::pair{size_t(2), uint64_t(0)}, std::pair{size_t(3), uint64_t(0)},
+                          std::pair{size_t(2), uint64_t(48 * 1024)}}) {
+    INFO(n << " devices, chunk limit " << chunk);
     std::vector<std::unique_ptr<Device>> owned;
-    TrainerOptions o = run_options(test::temp_dir("md-" + std::to_string(n)));
+    TrainerOptions o =
+        run_options(test::temp_dir("md-" + std::to_string(n) + "-" + std::to_string(chunk)));
     o.max_steps = steps;
+    o.max_param_chunk_bytes = chunk;
     TrainSummary s = train(logical_devices(n, owned), o);
     CHECK(s.steps == steps);
     const Checkpoint got = load_checkpoint(resolve_checkpoint(o.out_dir));
