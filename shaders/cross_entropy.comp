@@ -40,54 +40,7 @@ layout(push_constant) uniform Push {
 
 const float k_lowest = -3.402823466e38;  // finite, so no inf arithmetic is needed
 
-shared float red[WG];
-
-#ifdef VKF_SUBGROUP
-// Subgroup reduction, then every invocation folds the per-subgroup partials in the same order.
-float wg_max(float v) {
-  v = subgroupMax(v);
-  if (subgroupElect()) red[gl_SubgroupID] = v;
-  barrier();
-  float r = red[0];
-  for (uint i = 1; i < gl_NumSubgroups; ++i) r = max(r, red[i]);
-  barrier();
-  return r;
-}
-float wg_sum(float v) {
-  v = subgroupAdd(v);
-  if (subgroupElect()) red[gl_SubgroupID] = v;
-  barrier();
-  float r = red[0];
-  for (uint i = 1; i < gl_NumSubgroups; ++i) r += red[i];
-  barrier();
-  return r;
-}
-#else
-float wg_max(float v) {
-  uint t = gl_LocalInvocationID.x;
-  red[t] = v;
-  barrier();
-  for (uint s = WG / 2; s > 0; s >>= 1) {
-    if (t < s) red[t] = max(red[t], red[t + s]);
-    barrier();
-  }
-  float r = red[0];
-  barrier();
-  return r;
-}
-float wg_sum(float v) {
-  uint t = gl_LocalInvocationID.x;
-  red[t] = v;
-  barrier();
-  for (uint s = WG / 2; s > 0; s >>= 1) {
-    if (t < s) red[t] += red[t + s];
-    barrier();
-  }
-  float r = red[0];
-  barrier();
-  return r;
-}
-#endif
+#include "workgroup_reduce.glsl"
 
 void main() {
   uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;

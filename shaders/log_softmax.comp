@@ -2,6 +2,7 @@
 // y[r, v] = x[r, v] - log sum_u exp(x[r, u]), one workgroup per row of [rows, V]. One read of the
 // row for the max and the rescaled sum of exponentials (online softmax), one read + write for y.
 // y may alias x (in place): each element is read and then written by the same invocation.
+#extension GL_GOOGLE_include_directive : require
 // vkf-variant: log_softmax_sg VKF_SUBGROUP=1
 #ifdef VKF_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -20,53 +21,7 @@ layout(push_constant) uniform Push {
 
 const float k_lowest = -3.402823466e38;
 
-shared float red[WG];
-
-#ifdef VKF_SUBGROUP
-float wg_max(float v) {
-  v = subgroupMax(v);
-  if (subgroupElect()) red[gl_SubgroupID] = v;
-  barrier();
-  float r = red[0];
-  for (uint i = 1; i < gl_NumSubgroups; ++i) r = max(r, red[i]);
-  barrier();
-  return r;
-}
-float wg_sum(float v) {
-  v = subgroupAdd(v);
-  if (subgroupElect()) red[gl_SubgroupID] = v;
-  barrier();
-  float r = red[0];
-  for (uint i = 1; i < gl_NumSubgroups; ++i) r += red[i];
-  barrier();
-  return r;
-}
-#else
-float wg_max(float v) {
-  uint t = gl_LocalInvocationID.x;
-  red[t] = v;
-  barrier();
-  for (uint s = WG / 2; s > 0; s >>= 1) {
-    if (t < s) red[t] = max(red[t], red[t + s]);
-    barrier();
-  }
-  float r = red[0];
-  barrier();
-  return r;
-}
-float wg_sum(float v) {
-  uint t = gl_LocalInvocationID.x;
-  red[t] = v;
-  barrier();
-  for (uint s = WG / 2; s > 0; s >>= 1) {
-    if (t < s) red[t] += red[t + s];
-    barrier();
-  }
-  float r = red[0];
-  barrier();
-  return r;
-}
-#endif
+#include "workgroup_reduce.glsl"
 
 void main() {
   uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
