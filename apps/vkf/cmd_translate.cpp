@@ -1,6 +1,8 @@
 // vkf translate: translates stdin or --input line by line with a trained checkpoint (greedy or
 // beam search on the device) and writes one detokenised line per input line, or with --nbest K
 // a TSV of line number, rank, score and text. The work is in model/decode/.
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -69,6 +71,9 @@ int run(const TranslateArgs& args) {
   std::ostream& out = file_out.is_open() ? file_out : std::cout;
   LineSource source(args.input);
   const bool report = source.from_file();
+  // On a terminal the progress line rewrites itself; in a log it is a line every few seconds.
+  const bool terminal = isatty(fileno(stderr)) != 0;
+  auto last_progress = std::chrono::steady_clock::now();
   if (report)
     std::fprintf(stderr, "vkf translate: %s (step %llu) on %s, beam %u, batch %u\n", m.path.c_str(),
                  static_cast<unsigned long long>(m.checkpoint.step), dev->label().c_str(),
@@ -89,11 +94,15 @@ int run(const TranslateArgs& args) {
         },
         [&](uint64_t done) {
           if (!report) return;
-          const double s =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          std::fprintf(stderr, "\r  %llu lines, %.1f sentences/s",
-                       static_cast<unsigned long long>(base - 1 + done),
-                       double(translator.stats().sentences) / std::max(s, 1e-9));
+          const auto now = std::chrono::steady_clock::now();
+          if (!terminal && now - last_progress < std::chrono::seconds(10)) return;
+          last_progress = now;
+          const double s = std::chrono::duration<double>(now - start).count();
+          std::fprintf(
+              stderr,
+              terminal ? "\r  %llu lines, %.1f sentences/s" : "  %llu lines, %.1f sentences/s\n",
+              static_cast<unsigned long long>(base - 1 + done),
+              double(translator.stats().sentences) / std::max(s, 1e-9));
         });
     for (size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
@@ -125,8 +134,9 @@ int run(const TranslateArgs& args) {
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto& st = translator.stats();
+    if (terminal) std::fprintf(stderr, "\r\033[K");  // clear the progress line
     std::fprintf(stderr,
-                 "\rvkf translate: %llu lines (%llu translated, %llu invalid) in %.2f s: %.2f "
+                 "vkf translate: %llu lines (%llu translated, %llu invalid) in %.2f s: %.2f "
                  "sentences/s, %.1f source tokens/s, %.1f output tokens/s\n",
                  static_cast<unsigned long long>(first_line - 1),
                  static_cast<unsigned long long>(st.sentences),
