@@ -1,6 +1,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "model/average.h"
 #include "model/checkpoint.h"
 #include "tests/support/vk_test.h"
 
@@ -102,4 +103,38 @@ TEST_CASE("bad checkpoints are refused with a clear error", "[model][checkpoint]
   REQUIRE_THROWS_WITH(resolve_checkpoint((dir / "nope").string()),
                       Catch::Contains("does not exist"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("averaging checkpoints gives their element-wise mean and refuses mismatches",
+          "[model][checkpoint][average]") {
+  const fs::path dir = temp_dir("average");
+  ModelConfig c = tiny_config();
+  ParamLayout layout(c);
+  const auto a = init_parameters(layout, c, 1), b = init_parameters(layout, c, 2);
+  save_checkpoint((dir / checkpoint_name(10)).string(), c, layout, a, 10);
+  save_checkpoint((dir / checkpoint_name(20)).string(), c, layout, b, 20);
+  save_checkpoint((dir / checkpoint_name(30)).string(), c, layout, b, 30);
+
+  const auto paths = last_checkpoints(dir.string(), 3);
+  REQUIRE(paths.size() == 3);
+  CHECK(paths.front() == (dir / checkpoint_name(10)).string());
+  Checkpoint two = average_checkpoints({paths[0], paths[1]});
+  CHECK(two.step == 20);
+  REQUIRE(two.params.size() == a.size());
+  size_t wrong = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    wrong += two.params[i] != float((double(a[i]) + double(b[i])) / 2.0);
+  CHECK(wrong == 0);
+  CHECK(two.params != a);
+  // The same checkpoint twice is itself.
+  CHECK(average_checkpoints({paths[1], paths[2]}).params == b);
+
+  ModelConfig other = c;
+  other.d_ff = 128;
+  ParamLayout other_layout(other);
+  save_checkpoint((dir / "other.safetensors").string(), other, other_layout,
+                  init_parameters(other_layout, other, 3), 40);
+  CHECK_THROWS_WITH(average_checkpoints({paths[0], (dir / "other.safetensors").string()}),
+                    Catch::Contains("d_ff"));
+  CHECK_THROWS_WITH(last_checkpoints(dir.string(), 4), Catch::Contains("fewer than"));
 }
