@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 
+#include "bench/bench_device.h"
 #include "engine/engine.h"
 #include "engine/ops/attention.h"
 #include "engine/step_scalars.h"
@@ -22,11 +23,7 @@ using namespace vkf;
 
 namespace {
 
-Device& device() {
-  static std::unique_ptr<Device> dev =
-      Device::create(std::make_shared<Instance>(InstanceOptions{}));
-  return *dev;
-}
+using vkf::bench::device;
 
 void run(benchmark::State& state, bool backward) {
   const uint32_t batch = uint32_t(state.range(0)), len = uint32_t(state.range(1));

@@ -9,26 +9,22 @@
 #include <memory>
 #include <vector>
 
+#include "bench/bench_device.h"
 #include "engine/engine.h"
 #include "engine/exchange/gradient_exchange.h"
 
 namespace {
 
-std::shared_ptr<vkf::Instance> instance() {
-  static auto i = std::make_shared<vkf::Instance>();
-  return i;
-}
-
 void exchange(benchmark::State& state) {
   const uint64_t floats = uint64_t(state.range(0));
   const size_t replicas = size_t(state.range(1));
-  const char* sel = std::getenv("VKF_BENCH_DEVICE");
   std::vector<std::unique_ptr<vkf::Device>> owned;
   std::vector<vkf::Device*> devices;
   std::vector<vkf::Buffer> buffers;
   std::vector<vkf::BufferRef> refs;
   for (size_t r = 0; r < replicas; ++r) {
-    owned.push_back(vkf::Device::create(instance(), {.selector = sel ? sel : ""}));
+    owned.push_back(vkf::Device::create(vkf::bench::bench_instance(),
+                                        {.selector = vkf::bench::device_selector()}));
     devices.push_back(owned.back().get());
     const auto& info = devices.back()->info();
     if (floats * 4 > std::min(info.max_buffer_bytes, info.max_storage_buffer_range)) {

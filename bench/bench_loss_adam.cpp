@@ -25,6 +25,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/bench_device.h"
 #include "engine/engine.h"
 #include "engine/ops/adam.h"
 #include "engine/ops/loss.h"
@@ -33,14 +34,7 @@
 
 namespace {
 
-vkf::Device& device() {
-  static std::shared_ptr<vkf::Instance> instance = std::make_shared<vkf::Instance>();
-  static std::unique_ptr<vkf::Device> dev = [] {
-    const char* sel = std::getenv("VKF_BENCH_DEVICE");
-    return vkf::Device::create(instance, {.selector = sel ? sel : ""});
-  }();
-  return *dev;
-}
+using vkf::bench::device;
 
 bool small() {
   const char* s = std::getenv("VKF_BENCH_SMALL");

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_device.h"
 #include "engine/engine.h"
 #include "engine/ops/dropout.h"
 #include "engine/ops/embedding.h"
@@ -30,14 +31,7 @@
 
 namespace {
 
-vkf::Device& device() {
-  static std::shared_ptr<vkf::Instance> instance = std::make_shared<vkf::Instance>();
-  static std::unique_ptr<vkf::Device> dev = [] {
-    const char* sel = std::getenv("VKF_BENCH_DEVICE");
-    return vkf::Device::create(instance, {.selector = sel ? sel : ""});
-  }();
-  return *dev;
-}
+using vkf::bench::device;
 
 vkf::Buffer filled(vkf::Device& dev, size_t n, uint32_t seed, const char* what) {
   std::mt19937 gen(seed);

@@ -21,6 +21,7 @@
 #include <random>
 #include <string>
 
+#include "bench/bench_device.h"
 #include "bench/torch_side.h"
 #include "engine/engine.h"
 #include "engine/step_scalars.h"
@@ -31,14 +32,7 @@
 
 namespace {
 
-vkf::Device& device() {
-  static std::shared_ptr<vkf::Instance> instance = std::make_shared<vkf::Instance>();
-  static std::unique_ptr<vkf::Device> dev = [] {
-    const char* sel = std::getenv("VKF_BENCH_DEVICE");
-    return vkf::Device::create(instance, {.selector = sel ? sel : ""});
-  }();
-  return *dev;
-}
+using vkf::bench::device;
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <random>
 
+#include "bench/bench_device.h"
 #include "bench/torch_side.h"
 #include "engine/engine.h"
 #include "model/checkpoint.h"
@@ -23,11 +24,7 @@ using namespace vkf::model;
 
 namespace {
 
-Device& device() {
-  static std::unique_ptr<Device> dev =
-      Device::create(std::make_shared<Instance>(InstanceOptions{}));
-  return *dev;
-}
+using vkf::bench::device;
 
 DeviceParams& params() {
   static std::unique_ptr<DeviceParams> p = [] {
