@@ -63,6 +63,12 @@ void check_view(const char* name, const BufferRef& buf, const AttentionLayout& l
                 std::to_string(buf.size));
 }
 
+// check_view for one of the attention operands: a [batch, heads, len, d] view through `layout`.
+void check_operand(const char* name, const BufferRef& buf, const AttentionLayout& layout,
+                   uint32_t len, uint32_t d, const AttentionArgs& a) {
+  check_view(name, buf, resolved(layout, a.heads, len, d), a.batch, a.heads, len, d, a.dtype, a);
+}
+
 void check_rows(const char* name, const BufferRef& buf, const AttentionArgs& a) {
   uint64_t bytes = uint64_t{a.batch} * a.heads * a.len_q * 4;
   if (!buf.valid() || buf.size < bytes)
@@ -150,14 +156,10 @@ void validate(Device& dev, const AttentionArgs& a) {
                 " lacks");
   if (uint64_t{a.batch} * a.heads * a.len_q * a.len_k > (uint64_t{1} << 32) && a.dropout_p > 0)
     throw Error("attention: dropout element ids wrap beyond 2^32 weights (" + dims(a) + ")");
-  check_view("q", a.q, resolved(a.q_layout, a.heads, a.len_q, a.d_k), a.batch, a.heads, a.len_q,
-             a.d_k, a.dtype, a);
-  check_view("k", a.k, resolved(a.k_layout, a.heads, a.len_k, a.d_k), a.batch, a.heads, a.len_k,
-             a.d_k, a.dtype, a);
-  check_view("v", a.v, resolved(a.v_layout, a.heads, a.len_k, a.d_v), a.batch, a.heads, a.len_k,
-             a.d_v, a.dtype, a);
-  check_view("o", a.o, resolved(a.o_layout, a.heads, a.len_q, a.d_v), a.batch, a.heads, a.len_q,
-             a.d_v, a.dtype, a);
+  check_operand("q", a.q, a.q_layout, a.len_q, a.d_k, a);
+  check_operand("k", a.k, a.k_layout, a.len_k, a.d_k, a);
+  check_operand("v", a.v, a.v_layout, a.len_k, a.d_v, a);
+  check_operand("o", a.o, a.o_layout, a.len_q, a.d_v, a);
   check_rows("lse", a.lse, a);
   for (const auto& [name, buf] : {std::pair{"key_len", a.key_len}, std::pair{"q_len", a.q_len}})
     if (buf.valid() && buf.size < uint64_t{a.batch} * 4)
@@ -305,14 +307,10 @@ void attention_forward(Device& dev, Recorder& rec, const AttentionArgs& a) {
 void attention_backward(Device& dev, Recorder& rec, const AttentionBackwardArgs& g) {
   const AttentionArgs& a = g.fwd;
   validate(dev, a);
-  check_view("d_o", g.d_o, resolved(a.o_layout, a.heads, a.len_q, a.d_v), a.batch, a.heads, a.len_q,
-             a.d_v, a.dtype, a);
-  check_view("d_q", g.d_q, resolved(a.q_layout, a.heads, a.len_q, a.d_k), a.batch, a.heads, a.len_q,
-             a.d_k, a.dtype, a);
-  check_view("d_k", g.d_k, resolved(a.k_layout, a.heads, a.len_k, a.d_k), a.batch, a.heads, a.len_k,
-             a.d_k, a.dtype, a);
-  check_view("d_v", g.d_v, resolved(a.v_layout, a.heads, a.len_k, a.d_v), a.batch, a.heads, a.len_k,
-             a.d_v, a.dtype, a);
+  check_operand("d_o", g.d_o, a.o_layout, a.len_q, a.d_v, a);
+  check_operand("d_q", g.d_q, a.q_layout, a.len_q, a.d_k, a);
+  check_operand("d_k", g.d_k, a.k_layout, a.len_k, a.d_k, a);
+  check_operand("d_v", g.d_v, a.v_layout, a.len_k, a.d_v, a);
   check_rows("delta", g.delta, a);
   AttentionTiles tkv = pick(dev, AttentionKernel::backward_kv, g.tiles_kv, a);
   AttentionTiles tq = pick(dev, AttentionKernel::backward_q, g.tiles_q, a);
