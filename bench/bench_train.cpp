@@ -100,8 +100,7 @@ void train_step(benchmark::State& state, const std::string& preset) {
   for (auto _ : state) one_step();
 
   if (profile)
-    std::fprintf(stderr, "%s: %s\n", preset.c_str(),
-                 vkf::profile_table(graph.sequence().timings()).c_str());
+    std::fprintf(stderr, "%s: %s\n", preset.c_str(), vkf::profile_table(graph.timings()).c_str());
   const double step_tokens = 2.0 * batch * len;
   state.counters["tokens_per_second"] =
       benchmark::Counter(step_tokens * double(state.iterations()), benchmark::Counter::kIsRate);

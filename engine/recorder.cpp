@@ -96,6 +96,11 @@ std::vector<KernelTiming> Sequence::timings() const {
 
 Recorder::Recorder(Device& device, const RecorderOptions& options)
     : device_(device), options_(options) {
+  begin();
+}
+
+void Recorder::begin() {
+  Device& device = device_;
   seq_.device_ = &device;
   VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   ai.commandPool = device.command_pool();
@@ -272,6 +277,18 @@ Sequence Recorder::finish() {
   check(vkEndCommandBuffer(seq_.cmd_), "ending a command buffer");
   seq_.barriers_ = barriers_;
   return std::move(seq_);
+}
+
+Sequence Recorder::cut() {
+  Sequence done = finish();
+  seq_ = Sequence();
+  pending_.clear();
+  barriers_ = 0;
+  sets_left_ = 0;  // the descriptor pools went with `done`
+  query_capacity_ = 0;
+  queries_used_ = 0;
+  begin();
+  return done;
 }
 
 std::string profile_table(const std::vector<KernelTiming>& timings) {

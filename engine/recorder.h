@@ -104,8 +104,14 @@ class Recorder {
 
   uint32_t barrier_count() const { return barriers_; }
   Sequence finish();
+  // Ends what was recorded so far as one Sequence and goes on recording into a new one. The
+  // pieces, submitted in order to the same queue, do what one Sequence would (each begins with
+  // a barrier on everything submitted before it); the host can wait for each on its own, e.g.
+  // to start exchanging the gradients of the layers whose backward has finished.
+  Sequence cut();
 
  private:
+  void begin();
   struct Range {
     BufferRef buffer;
     bool write;

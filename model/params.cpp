@@ -56,6 +56,21 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
   }
 }
 
+std::vector<uint64_t> layer_boundaries(const ParamLayout& layout) {
+  auto layer_of = [](const std::string& name) {
+    for (const char* stack : {"encoder.layers.", "decoder.layers."}) {
+      const size_t n = std::char_traits<char>::length(stack);
+      if (name.compare(0, n, stack) == 0) return name.substr(0, name.find('.', n) + 1);
+    }
+    return std::string();
+  };
+  std::vector<uint64_t> out;
+  const auto& params = layout.params();
+  for (size_t i = 1; i < params.size(); ++i)
+    if (layer_of(params[i].name) != layer_of(params[i - 1].name)) out.push_back(params[i].offset);
+  return out;
+}
+
 void ParamLayout::add(const std::string& name, std::vector<int64_t> shape) {
   ParamInfo p{name, std::move(shape), total_};
   total_ += (static_cast<uint64_t>(p.numel()) + 63) / 64 * 64;

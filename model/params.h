@@ -35,6 +35,11 @@ class ParamLayout {
   uint64_t total_ = 0;
 };
 
+// The offsets (in floats) where one layer's parameters end and the next one's begin: every
+// encoder and decoder layer is one contiguous range, so is the rest (the embeddings). The backward
+// finishes the layers one at a time, and the gradient exchange starts on each as it is done.
+std::vector<uint64_t> layer_boundaries(const ParamLayout& layout);
+
 // Xavier-uniform projections, zero biases, unit LayerNorm gains, normal(0, d_model^-0.5)
 // embeddings, as the reference implementations (fairseq, tensor2tensor) do; deterministic in seed.
 std::vector<float> init_parameters(const ParamLayout& layout, const ModelConfig& config,

@@ -42,8 +42,9 @@ TrainGraph::TrainGraph(Device& dev, DeviceParams& params, const BucketShape& sha
                 std::to_string(std::max(shape.src_len, shape.tgt_len)) +
                 " exceeds the model's max_len " + std::to_string(config_.max_len));
   Recorder rec(dev, {.profile = options.profile});
+  final_.assign(params_.layout().params().size(), false);
   record(rec);
-  seq_ = std::make_unique<Sequence>(rec.finish());
+  end_segment(rec, "");
 }
 
 TrainGraph::~TrainGraph() = default;
@@ -67,11 +68,38 @@ void TrainGraph::set_batch(const BatchTokens& b) {
 }
 
 void TrainGraph::submit() {
-  seq_->submit();
+  for (Segment& s : segments_) s.sequence.submit();
+}
+
+std::vector<KernelTiming> TrainGraph::timings() const {
+  std::vector<KernelTiming> all;
+  for (const Segment& s : segments_) {
+    std::vector<KernelTiming> t = s.sequence.timings();
+    all.insert(all.end(), t.begin(), t.end());
+  }
+  return all;
+}
+
+void TrainGraph::end_segment(Recorder& rec, const std::string& prefix) {
+  Segment seg{rec.cut(), {}};
+  const auto& params = params_.layout().params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (final_[i] || params[i].name.compare(0, prefix.size(), prefix) != 0) continue;
+    final_[i] = true;
+    // Padding up to the next tensor belongs to this one, so ranges tile the flat buffer.
+    const uint64_t first = params[i].offset, end = i + 1 < params.size()
+                                                       ? params[i + 1].offset
+                                                       : params_.layout().total_floats();
+    if (!seg.final_ranges.empty() && seg.final_ranges.back().second == first)
+      seg.final_ranges.back().second = end;
+    else
+      seg.final_ranges.emplace_back(first, end);
+  }
+  segments_.push_back(std::move(seg));
 }
 
 StepResult TrainGraph::collect() {
-  seq_->wait();
+  for (Segment& s : segments_) s.sequence.wait();
   StepResult r;
   const uint32_t B = shape_.batch, Lt = shape_.tgt_len;
   std::vector<float> loss(uint64_t{B} * Lt), logp(uint64_t{B} * Lt);
@@ -341,6 +369,7 @@ void TrainGraph::record_backward(Recorder& rec) {
     mha_backward(n + ".self", p + ".self_attn", y_in, y_in, D.Lt, D.Lt, tgt_len, true, gb, ga, ga,
                  true, dropout_id(true, l, 0));  // ga: gradient of y_in
     std::swap(gy, ga);
+    end_segment(rec, p + ".");
   }
   embedding_backward_into(rec, tgt_in, D.Lt, gy, dropout_id(true, 0, 15));
 
@@ -364,6 +393,7 @@ void TrainGraph::record_backward(Recorder& rec) {
     norm_backward(n + ".ln1", p + ".self_attn_norm", ga, gx, gb, Ns, dropout_id(false, l, 1));
     mha_backward(n + ".self", p + ".self_attn", x_in, x_in, D.Ls, D.Ls, src_len, false, gb, gx, gx,
                  true, dropout_id(false, l, 0));  // gx: gradient of x_in
+    end_segment(rec, p + ".");
   }
   embedding_backward_into(rec, src, D.Ls, gx, dropout_id(false, 0, 15));
 }

@@ -66,9 +66,20 @@ class TrainGraph {
   }
   // The same in two halves, so that replicas on several devices run at once.
   void submit();
-  bool ready() const { return seq_->ready(); }
+  bool ready() const { return segments_.back().sequence.ready(); }
   StepResult collect();
-  Sequence& sequence() { return *seq_; }
+
+  // The backward is recorded in segments, one per layer: after segment k has run, the gradients
+  // in final_ranges(k) (flat float ranges [first, end) of the ParamLayout) have received this
+  // batch's whole contribution, so a gradient exchange can start on them while the later
+  // segments run. submit() is submit_segment(0..segments()-1).
+  size_t segments() const { return segments_.size(); }
+  void submit_segment(size_t k) { segments_[k].sequence.submit(); }
+  const std::vector<std::pair<uint64_t, uint64_t>>& final_ranges(size_t k) const {
+    return segments_[k].final_ranges;
+  }
+  // Per-dispatch times of the last run, every segment (profiling graphs only).
+  std::vector<KernelTiming> timings() const;
 
  private:
   void record(Recorder& rec);
@@ -77,6 +88,9 @@ class TrainGraph {
   void embedding_backward_into(Recorder& rec, const BufferRef& tokens, uint32_t len,
                                const BufferRef& dout, uint32_t tensor_id);
   void record_loss(Recorder& rec, const BufferRef& logits, const BufferRef& targets, uint32_t rows);
+  // Ends a segment: the gradients of the parameters named `prefix`* are final after it ("" for
+  // all of those not final yet).
+  void end_segment(Recorder& rec, const std::string& prefix);
 
   Device& dev_;
   DeviceParams& params_;
@@ -91,7 +105,12 @@ class TrainGraph {
   struct HostIo {
     BufferRef src, tgt_in, tgt_out, src_len, tgt_len, loss, logp;
   } io_;
-  std::unique_ptr<Sequence> seq_;
+  struct Segment {
+    Sequence sequence;
+    std::vector<std::pair<uint64_t, uint64_t>> final_ranges;
+  };
+  std::vector<Segment> segments_;
+  std::vector<bool> final_;  // per ParamLayout entry: in an earlier segment's final_ranges
 };
 
 }  // namespace vkf::model

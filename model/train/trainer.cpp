@@ -206,7 +206,13 @@ class Run {
   ExampleStore read(const CorpusFiles& files, const char* what);
   void setup_replicas(const std::vector<float>& initial, const TrainState& resumed);
   // One micro-batch on every replica; returns (loss, nll, tokens) summed over this process.
-  std::array<double, 3> run_micro_batch(const Batch& b, uint64_t step, int micro);
+  // With `exchange` (the step's last micro-batch, exchange overlapped) the gradients are summed
+  // across replicas layer by layer as the backward finishes them; finish() on every exchange
+  // then completes the step's exchange.
+  std::array<double, 3> run_micro_batch(const Batch& b, uint64_t step, int micro, bool exchange);
+  // Per segment of `g`, the (exchange, bucket) pairs its completion makes final.
+  const std::vector<std::vector<std::pair<size_t, size_t>>>& downloads_after_segment(
+      const TrainGraph& g);
   void rebalance();
   ValidationResult validate();
   std::string save();
@@ -225,6 +231,8 @@ class Run {
   std::vector<Replica> replicas_;
   std::vector<double> weights_;  // share of every batch, per global replica
   std::vector<std::unique_ptr<GradientExchange>> exchanges_;
+  std::map<const TrainGraph*, std::vector<std::vector<std::pair<size_t, size_t>>>> download_plans_;
+  Clock::time_point last_backward_done_;  // when the last replica's graph was seen finished
   std::unique_ptr<BatchStream> stream_;
   std::unique_ptr<JsonlLog> log_;
   TrainState state_;
@@ -312,16 +320,23 @@ void Run::setup_replicas(const std::vector<float>& initial, const TrainState& re
     // One exchange per parameter chunk (one chunk wherever the device binds the whole model).
     std::vector<Device*> devs;
     for (auto& r : replicas_) devs.push_back(r.dev);
+    // Buckets end where layers do, so that each can go as soon as its layer's backward is done.
+    const std::vector<uint64_t> layers = layer_boundaries(replicas_[0].params->layout());
     for (size_t c = 0; c < replicas_[0].params->chunks().size(); ++c) {
+      const auto& chunk = replicas_[0].params->chunks()[c];
       std::vector<BufferRef> grads;
       for (auto& r : replicas_) grads.push_back(r.params->chunks()[c].grads.ref());
-      exchanges_.push_back(std::make_unique<GradientExchange>(
-          devs, grads, replicas_[0].params->chunks()[c].floats, o_.group));
+      std::vector<uint64_t> ends;
+      for (uint64_t at : layers)
+        if (at > chunk.first && at < chunk.first + chunk.floats) ends.push_back(at - chunk.first);
+      exchanges_.push_back(std::make_unique<GradientExchange>(devs, grads, chunk.floats, o_.group,
+                                                              uint64_t(1) << 22, ends));
     }
   }
 }
 
-std::array<double, 3> Run::run_micro_batch(const Batch& b, uint64_t step, int micro) {
+std::array<double, 3> Run::run_micro_batch(const Batch& b, uint64_t step, int micro,
+                                           bool exchange) {
   const std::vector<int> rows = split_rows(b.batch_size, weights_);
   int first = 0;
   for (int g = 0; g < replicas_[0].global_index; ++g) first += rows[size_t(g)];
@@ -332,7 +347,8 @@ std::array<double, 3> Run::run_micro_batch(const Batch& b, uint64_t step, int mi
     Clock::time_point submitted;
   };
   std::vector<Pending> pending;
-  for (Replica& r : replicas_) {
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    Replica& r = replicas_[i];
     const int n = rows[size_t(r.global_index)];
     if (n > 0) {
       if (int(step) == int(o_.fail_step) && r.global_index == o_.fail_replica)
@@ -342,31 +358,83 @@ std::array<double, 3> Run::run_micro_batch(const Batch& b, uint64_t step, int mi
       r.sc->step = uint32_t(step);
       r.sc->seed = micro_batch_seed(o_.seed, micro);
       r.sc->grad_scale = 1.0f;
-      g.submit();
+      if (exchange) {
+        // Each bucket's copy to staging is queued right behind the segment that completes it.
+        const auto& after = downloads_after_segment(g);
+        for (size_t k = 0; k < g.segments(); ++k) {
+          g.submit_segment(k);
+          for (auto [e, bucket] : after[k]) exchanges_[e]->download(i, bucket);
+        }
+      } else {
+        g.submit();
+      }
       pending.push_back({&r, &g, n, Clock::now()});
+    } else if (exchange) {  // no rows this step: its (zero) gradients go at once
+      for (size_t e = 0; e < exchanges_.size(); ++e)
+        for (size_t bucket = 0; bucket < exchanges_[e]->buckets(); ++bucket)
+          exchanges_[e]->download(i, bucket);
     }
     first += n;
   }
   std::array<double, 3> sums{0, 0, 0};
-  // Collect as each finishes, which also times each replica for balancing.
-  while (!pending.empty()) {
-    for (size_t i = 0; i < pending.size();) {
-      Pending& p = pending[i];
-      if (pending.size() > 1 && !p.g->ready()) {
-        ++i;
-        continue;
+  // Collects the replicas that have finished, which also times each for balancing.
+  auto collect_finished = [&](bool all) {
+    while (!pending.empty()) {
+      for (size_t i = 0; i < pending.size();) {
+        Pending& p = pending[i];
+        if ((!all || pending.size() > 1) && !p.g->ready()) {
+          ++i;
+          continue;
+        }
+        StepResult res = p.g->collect();
+        last_backward_done_ = Clock::now();
+        p.r->busy_seconds += seconds_since(p.submitted);
+        p.r->rows_done += p.rows;
+        sums[0] += res.loss_sum;
+        sums[1] += res.nll_sum;
+        sums[2] += double(res.tokens);
+        pending.erase(pending.begin() + ptrdiff_t(i));
       }
-      StepResult res = p.g->collect();
-      p.r->busy_seconds += seconds_since(p.submitted);
-      p.r->rows_done += p.rows;
-      sums[0] += res.loss_sum;
-      sums[1] += res.nll_sum;
-      sums[2] += double(res.tokens);
-      pending.erase(pending.begin() + ptrdiff_t(i));
+      if (!all) return;
+      if (!pending.empty()) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    if (!pending.empty()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  };
+  if (exchange) {
+    // Last layer first, as the backward finishes them (the same order on every process, which
+    // MPI needs): sum each bucket while the devices run the layers below it.
+    for (size_t e = exchanges_.size(); e-- > 0;)
+      for (size_t bucket = exchanges_[e]->buckets(); bucket-- > 0;) {
+        while (!exchanges_[e]->downloaded(bucket)) {
+          collect_finished(false);
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+        collect_finished(false);
+        exchanges_[e]->reduce(bucket);
+      }
   }
+  collect_finished(true);
   return sums;
+}
+
+const std::vector<std::vector<std::pair<size_t, size_t>>>& Run::downloads_after_segment(
+    const TrainGraph& g) {
+  auto it = download_plans_.find(&g);
+  if (it != download_plans_.end()) return it->second;
+  // The segment after which every float of a bucket is final: the last one touching it.
+  std::vector<std::vector<std::pair<size_t, size_t>>> plan(g.segments());
+  const auto& chunks = replicas_[0].params->chunks();
+  for (size_t e = 0; e < exchanges_.size(); ++e)
+    for (size_t bucket = 0; bucket < exchanges_[e]->buckets(); ++bucket) {
+      auto [lo, hi] = exchanges_[e]->bucket_range(bucket);
+      lo += chunks[e].first;
+      hi += chunks[e].first;
+      size_t last = g.segments() - 1;
+      for (size_t k = 0; k < g.segments(); ++k)
+        for (auto [first, end] : g.final_ranges(k))
+          if (first < hi && lo < end) last = k;
+      plan[last].emplace_back(e, bucket);
+    }
+  return download_plans_.emplace(&g, std::move(plan)).first->second;
 }
 
 void Run::rebalance() {
@@ -597,9 +665,11 @@ TrainSummary Run::go() {
     uint64_t tokens = 0, io_tokens = 0;
     Optimizer::Result opt;
     try {
+      const bool overlap =
+          !exchanges_.empty() && o_.exchange == TrainerOptions::Exchange::overlapped;
       for (int micro = 0; micro < o_.accumulate; ++micro) {
         Batch b = stream_->next();
-        auto s = run_micro_batch(b, step, micro);
+        auto s = run_micro_batch(b, step, micro, overlap && micro + 1 == o_.accumulate);
         for (int k = 0; k < 3; ++k) sums[size_t(k)] += s[size_t(k)];
         tokens += uint64_t(b.tgt_tokens);
         io_tokens += uint64_t(b.src_tokens + b.tgt_tokens);
@@ -614,10 +684,16 @@ TrainSummary Run::go() {
         throw Error("the loss became " + std::string(std::isnan(sums[0]) ? "NaN" : "infinite") +
                     " at step " + std::to_string(step) + "; " + last_good() +
                     " (a lower learning rate or longer warm-up may help)");
+      // Exchange time the step waits for: all of it after the backward, or (overlapped) what is
+      // left once the last replica's backward has finished.
+      const auto exchange_start = overlap ? last_backward_done_ : Clock::now();
       for (auto& exchange : exchanges_) {
-        exchange->all_reduce();
-        summary.exchange_seconds += exchange->stats().seconds;
+        if (overlap)
+          exchange->finish();
+        else
+          exchange->all_reduce();
       }
+      if (!exchanges_.empty()) summary.exchange_seconds += seconds_since(exchange_start);
       // The mean over every token of the step, whatever each replica's share.
       for (Replica& r : replicas_) {
         r.sc->step = uint32_t(step);  // also on replicas that had no rows this step

@@ -57,6 +57,10 @@ struct TrainerOptions {
   ProcessGroup* group = nullptr;  // MPI world; rank 0 writes checkpoints and logs
   // Largest parameter buffer (0: what the device binds); tests force several chunks.
   uint64_t max_param_chunk_bytes = 0;
+  // Gradient exchange between replicas: overlapped with the backward (each layer's gradients go
+  // as soon as its backward is done), or after it (same bits; for comparison and benchmarks).
+  enum class Exchange { overlapped, after_backward };
+  Exchange exchange = Exchange::overlapped;
   // Tests: replica `fail_replica` (global index) reports a lost device at step `fail_step`.
   int fail_replica = -1;
   uint64_t fail_step = 0;

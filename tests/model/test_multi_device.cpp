@@ -89,6 +89,35 @@ VKF_TEST_CASE("2 and 3 logical devices train like one device with the whole batc
   }
 }
 
+VKF_TEST_CASE("the exchange overlapped with the backward gives the bits of the one after it",
+              "[model][multidevice]") {
+  // Two layers a stack (several backward segments and buckets), parameters in chunks (several
+  // exchanges), two micro-batches a step (only the last one overlaps), 3 devices.
+  auto options = [](const std::string& name, TrainerOptions::Exchange exchange) {
+    TrainerOptions o = run_options(test::temp_dir(name));
+    o.config.encoder_layers = o.config.decoder_layers = 2;
+    o.max_param_chunk_bytes = 48 * 1024;
+    o.accumulate = 2;
+    o.max_steps = 2;
+    o.exchange = exchange;
+    return o;
+  };
+  std::vector<std::vector<float>> params;
+  for (auto mode :
+       {TrainerOptions::Exchange::after_backward, TrainerOptions::Exchange::overlapped}) {
+    std::vector<std::unique_ptr<Device>> owned;
+    const bool overlapped = mode == TrainerOptions::Exchange::overlapped;
+    TrainerOptions o = options(overlapped ? "md-overlap" : "md-after", mode);
+    TrainSummary s = train(logical_devices(3, owned), o);
+    CHECK(s.steps == 2);
+    params.push_back(load_checkpoint(resolve_checkpoint(o.out_dir)).params);
+  }
+  REQUIRE(params[0].size() == params[1].size());
+  uint64_t differ = 0;
+  for (size_t i = 0; i < params[0].size(); ++i) differ += params[0][i] != params[1][i];
+  CHECK(differ == 0);
+}
+
 VKF_TEST_CASE("balanced shares keep the replicas identical", "[model][multidevice]") {
   std::vector<std::unique_ptr<Device>> owned;
   TrainerOptions o = run_options(test::temp_dir("md-balance"));
