@@ -23,6 +23,7 @@ struct TrainArgs {
   std::string max_time;
   std::string device;
   std::vector<std::string> devices;
+  std::string exchange = "overlapped";
   std::string schedule = "noam";
   bool quiet = false;
   // Individual model knobs (override preset and config file when given).
@@ -113,6 +114,8 @@ int run_train(TrainArgs& a) {
     model::Tokenizer::train(t);
   }
 
+  o.exchange = a.exchange == "after" ? model::TrainerOptions::Exchange::after_backward
+                                     : model::TrainerOptions::Exchange::overlapped;
   // Data parallel: --devices lists one replica per entry (repeats make several logical devices
   // on one physical device); under mpirun each process takes the entry of its rank.
   std::unique_ptr<ProcessGroup> group = mpi_process_group();
@@ -168,6 +171,10 @@ RegisterCommand reg("train", "Train a Transformer on a parallel corpus", [](CLI:
   sub.add_flag("--resume", o.resume, "Continue the run in --out from its latest checkpoint");
   sub.add_option("--balance-after", o.balance_after,
                  "Steps with equal shares before shares follow each device's speed (0: never)")
+      ->capture_default_str();
+  sub.add_option("--exchange", a->exchange,
+                 "Gradient exchange between replicas: overlapped (with the backward) or after")
+      ->check(CLI::IsMember({"overlapped", "after"}))
       ->capture_default_str();
 
   auto* model = sub.add_option_group("model", "Model (Table 3 of the paper)");
