@@ -1,7 +1,11 @@
 // Gradient exchange bandwidth (engine/exchange/gradient_exchange.h) by buffer size and replica
 // count, over logical devices on the default physical device: device -> host-visible staging,
-// host sum, staging -> device. GB/s counts the device<->host bytes of all replicas (2 n 4 each).
+// host reduce-scatter and all-gather, staging -> device. GB/s counts the device<->host bytes of
+// all replicas (2 n 4 each). Started by mpirun, every process does the same and the buckets are
+// also summed across processes (the MPI path); rank 0 reports, with a fixed iteration count
+// (collectives need every process to run the same number).
 //   ./bench/bench_exchange --benchmark_format=json
+//   mpirun -np 2 ./bench/bench_exchange --benchmark_format=json
 //   VKF_BENCH_DEVICE=<selector>
 #include <benchmark/benchmark.h>
 
@@ -14,6 +18,8 @@
 #include "engine/exchange/gradient_exchange.h"
 
 namespace {
+
+vkf::ProcessGroup* g_group = nullptr;
 
 void exchange(benchmark::State& state) {
   const uint64_t floats = uint64_t(state.range(0));
@@ -37,22 +43,42 @@ void exchange(benchmark::State& state) {
     rec.finish().run();
     refs.push_back(buffers.back().ref());
   }
-  vkf::GradientExchange ex(devices, refs, floats);
+  vkf::GradientExchange ex(devices, refs, floats, g_group);
   ex.all_reduce();  // warm-up
   for (auto _ : state) ex.all_reduce();
   state.counters["GB/s"] = benchmark::Counter(double(ex.stats().bytes) * 1e-9,
                                               benchmark::Counter::kIsIterationInvariantRate);
   state.counters["MiB"] = double(floats) * 4 / (1 << 20);
-  state.SetLabel(devices[0]->info().name);
+  state.counters["processes"] = g_group ? g_group->size() : 1;
+  state.SetLabel(devices[0]->info().name + (g_group ? std::string(", MPI") : std::string()));
 }
+
+// Rank > 0 of an MPI run: runs the benchmarks (the collectives need it) and reports nothing.
+class SilentReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
 
 }  // namespace
 
-// floats (1 MiB .. 256 MiB: tiny's parameters .. base's), replicas.
-BENCHMARK(exchange)
-    ->ArgNames({"floats", "replicas"})
-    ->ArgsProduct({{1 << 18, 1 << 22, 1 << 24, 1 << 26}, {2, 3}})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  std::unique_ptr<vkf::ProcessGroup> group = vkf::mpi_process_group();
+  g_group = group.get();
+  // floats (1 MiB .. 256 MiB: tiny's parameters .. base's), replicas.
+  auto* b = benchmark::RegisterBenchmark("exchange", exchange)
+                ->ArgNames({"floats", "replicas"})
+                ->ArgsProduct({{1 << 18, 1 << 22, 1 << 24, 1 << 26}, {2, 3}})
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
+  if (group) b->Iterations(10);
+  benchmark::Initialize(&argc, argv);
+  if (group && group->rank() != 0) {
+    SilentReporter silent;
+    benchmark::RunSpecifiedBenchmarks(&silent);
+  } else {
+    benchmark::RunSpecifiedBenchmarks();
+  }
+  benchmark::Shutdown();
+  return 0;
+}
