@@ -316,6 +316,14 @@ void Run::setup_replicas(const std::vector<float>& initial, const TrainState& re
     r.optimizer = std::make_unique<Optimizer>(*r.dev, *r.params, r.scalars.ref(), adam);
   }
   weights_.assign(size_t(world()), 1.0);
+  if (!o_.initial_shares.empty()) {
+    if (o_.initial_shares.size() != weights_.size())
+      throw Error(std::to_string(o_.initial_shares.size()) + " initial shares for " +
+                  std::to_string(weights_.size()) + " replicas");
+    for (double w : o_.initial_shares)
+      if (!(w > 0)) throw Error("initial shares must be positive");
+    weights_ = o_.initial_shares;
+  }
   if (world() > 1) {
     // One exchange per parameter chunk (one chunk wherever the device binds the whole model).
     std::vector<Device*> devs;
@@ -769,6 +777,7 @@ TrainSummary Run::go() {
     summary.last_checkpoint = save();
   say("checkpoint " + summary.last_checkpoint);
   summary.steps = state_.step;
+  for (const Replica& r : replicas_) summary.replica_rows.push_back(r.rows_done);
   summary.epoch = stream_->position().epoch;
   summary.interrupted = interrupted;
   summary.tokens_per_second = double(run_tokens) / std::max(seconds_since(started_), 1e-9);

@@ -54,6 +54,9 @@ struct TrainerOptions {
   // over all tokens whatever the shares.
   bool balance = true;
   uint64_t balance_after = 20;
+  // Shares of every batch per global replica until balancing sets them (empty: equal); tests
+  // use them to stand for devices of different speeds.
+  std::vector<double> initial_shares;
   ProcessGroup* group = nullptr;  // MPI world; rank 0 writes checkpoints and logs
   // Largest parameter buffer (0: what the device binds); tests force several chunks.
   uint64_t max_param_chunk_bytes = 0;
@@ -84,12 +87,13 @@ struct TrainSummary {
   uint64_t epoch = 0;
   std::string last_checkpoint;
   std::optional<ValidationResult> first_valid, last_valid;
-  double train_loss_per_token = 0;  // over the last logging interval
-  double tokens_per_second = 0;     // source + target, over this invocation
-  bool interrupted = false;         // stopped by stop_requested
-  uint64_t peak_pool_bytes = 0;     // activation memory held by the recorded graphs
-  double exchange_seconds = 0;      // gradient exchange, this invocation
-  double step_seconds = 0;          // whole steps, this invocation
+  double train_loss_per_token = 0;   // over the last logging interval
+  double tokens_per_second = 0;      // source + target, over this invocation
+  bool interrupted = false;          // stopped by stop_requested
+  uint64_t peak_pool_bytes = 0;      // activation memory held by the recorded graphs
+  double exchange_seconds = 0;       // gradient exchange the steps waited for, this invocation
+  double step_seconds = 0;           // whole steps, this invocation
+  std::vector<double> replica_rows;  // sentences trained by each replica of this process
 };
 
 // Trains; throws vkf::Error on bad input, on a non-finite loss (after leaving the last good

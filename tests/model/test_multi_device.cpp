@@ -64,17 +64,32 @@ VKF_TEST_CASE("2 and 3 logical devices train like one device with the whole batc
     moved = std::max(moved, std::fabs(double(init[i]) - double(want.params[i])));
   CHECK(moved > 1e-4);
 
-  // 2 and 3 devices, and 2 devices with the parameters cut into chunks (one exchange each).
-  for (auto [n, chunk] : {std::pair{size_t(2), uint64_t(0)}, std::pair{size_t(3), uint64_t(0)},
-                          std::pair{size_t(2), uint64_t(48 * 1024)}}) {
-    INFO(n << " devices, chunk limit " << chunk);
+  // 2 and 3 devices, 2 devices with the parameters cut into chunks (one exchange each), and 2
+  // devices of which the first takes three times the second's share (as a faster one would).
+  struct Case {
+    size_t n;
+    uint64_t chunk;
+    std::vector<double> shares;
+  };
+  for (const Case& k :
+       {Case{2, 0, {}}, Case{3, 0, {}}, Case{2, 48 * 1024, {}}, Case{2, 0, {3.0, 1.0}}}) {
+    INFO(k.n << " devices, chunk limit " << k.chunk << ", shares " << k.shares.size());
     std::vector<std::unique_ptr<Device>> owned;
     TrainerOptions o =
-        run_options(test::temp_dir("md-" + std::to_string(n) + "-" + std::to_string(chunk)));
+        run_options(test::temp_dir("md-" + std::to_string(k.n) + "-" + std::to_string(k.chunk) +
+                                   "-" + std::to_string(k.shares.size())));
     o.max_steps = steps;
-    o.max_param_chunk_bytes = chunk;
-    TrainSummary s = train(logical_devices(n, owned), o);
+    o.max_param_chunk_bytes = k.chunk;
+    o.initial_shares = k.shares;
+    TrainSummary s = train(logical_devices(k.n, owned), o);
     CHECK(s.steps == steps);
+    REQUIRE(s.replica_rows.size() == k.n);
+    if (!k.shares.empty()) {
+      // Batches of a few sentences round 3:1 coarsely, but far from equal shares.
+      INFO("rows " << s.replica_rows[0] << " and " << s.replica_rows[1]);
+      CHECK(s.replica_rows[1] > 0);
+      CHECK(s.replica_rows[0] >= 2 * s.replica_rows[1]);
+    }
     const Checkpoint got = load_checkpoint(resolve_checkpoint(o.out_dir));
     REQUIRE(got.params.size() == want.params.size());
     // The gradient sums differ from one device's only in fp32 rounding. With the paper's
