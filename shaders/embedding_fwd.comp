@@ -39,18 +39,13 @@ float positional(uint pos, uint c) {
 }
 
 void main() {
-  // Four consecutive elements an invocation: the four lanes of one Philox block
-  // (philox_uniform() draws element i from lane i & 3 of block i >> 2).
+  // Four consecutive elements an invocation: the four words of one Philox block.
   uint block = global_index_1d();
   uint n = pc.tokens * pc.d;
   if (block * 4u >= n) return;
-  vec4 mask = vec4(1.0);
-  if (pc.p > 0.0) {
-    // Same arithmetic as philox_uniform() and dropout_scale().
-    uvec4 r = philox4x32_10(uvec4(block, pc.tensor_id, st.step, 0u), uvec2(st.seed, 0x5EEDu));
-    vec4 u = vec4(r >> 8u) * (1.0 / 16777216.0);
-    mask = mix(vec4(1.0 / (1.0 - pc.p)), vec4(0.0), lessThan(u, vec4(pc.p)));
-  }
+  // The step buffer is bound only when dropout is on.
+  vec4 mask =
+      pc.p > 0.0 ? dropout_block_scales(pc.p, st.seed, st.step, pc.tensor_id, block) : vec4(1.0);
   for (uint k = 0u; k < 4u; ++k) {
     uint i = block * 4u + k;
     if (i >= n) break;

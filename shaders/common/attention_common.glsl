@@ -88,10 +88,10 @@ float drop_factor(uint b, uint h, uint i, uint j) {
 // word, exactly as drop_factor computes it: a run of consecutive weights then costs one Philox
 // call per four weights instead of one per weight, with a bit-identical mask.
 uvec4 drop_words(uint ctr) {
-  return philox4x32_10(uvec4(ctr, pc.tensor_id, steps[0].step, 0u), uvec2(steps[0].seed, 0x5EEDu));
+  return philox_block(steps[0].seed, steps[0].step, pc.tensor_id, ctr);
 }
 float drop_from_word(uint bits) {
-  return float(bits >> 8) * (1.0 / 16777216.0) < pc.dropout_p ? 0.0 : 1.0 / (1.0 - pc.dropout_p);
+  return dropout_word_scale(bits, pc.dropout_p);
 }
 #endif
 

@@ -2,6 +2,10 @@
 // counter-based generator, so a dropout mask is a pure function of (seed, step, tensor,
 // element): forward and backward regenerate the same mask, and a resumed run the same masks.
 // The C++ twin for tests and CPU references is engine/philox.h; keep them identical.
+//
+// Element i of a tensor's stream uses word i & 3 of counter block i >> 2, so a kernel that owns
+// runs of four consecutive elements calls the generator once per run: dropout_block_scales().
+// Every dropout factor goes through dropout_word_scale(), so all kernels draw the same mask.
 #ifndef VKF_PHILOX_GLSL
 #define VKF_PHILOX_GLSL
 
@@ -16,18 +20,41 @@ uvec4 philox4x32_10(uvec4 ctr, uvec2 key) {
   return ctr;
 }
 
+// The four words of counter block `block` of tensor `tensor` at optimizer step `step`: those of
+// elements 4 * block .. 4 * block + 3, in order.
+uvec4 philox_block(uint seed, uint step, uint tensor, uint block) {
+  return philox4x32_10(uvec4(block, tensor, step, 0u), uvec2(seed, 0x5EEDu));
+}
+
+// Uniform in [0, 1) from the top 24 bits of a word (exact in fp32).
+float philox_word_uniform(uint bits) {
+  return float(bits >> 8) * (1.0 / 16777216.0);
+}
+
+// Inverted dropout factor of the element that drew `bits`: 0 with probability p, else 1/(1-p).
+float dropout_word_scale(uint bits, float p) {
+  return philox_word_uniform(bits) < p ? 0.0 : 1.0 / (1.0 - p);
+}
+
 // Uniform in [0, 1) for element `element` of tensor `tensor` at optimizer step `step`.
 float philox_uniform(uint seed, uint step, uint tensor, uint element) {
-  uvec4 r = philox4x32_10(uvec4(element >> 2, tensor, step, 0u), uvec2(seed, 0x5EEDu));
-  uint lane = element & 3u;
-  uint bits = lane == 0u ? r.x : lane == 1u ? r.y : lane == 2u ? r.z : r.w;
-  return float(bits >> 8) * (1.0 / 16777216.0);
+  return philox_word_uniform(philox_block(seed, step, tensor, element >> 2)[element & 3u]);
 }
 
 // Inverted dropout: 0 with probability p, else 1/(1-p).
 float dropout_scale(float p, uint seed, uint step, uint tensor, uint element) {
   if (p <= 0.0) return 1.0;
-  return philox_uniform(seed, step, tensor, element) < p ? 0.0 : 1.0 / (1.0 - p);
+  return dropout_word_scale(philox_block(seed, step, tensor, element >> 2)[element & 3u], p);
+}
+
+// dropout_scale() of elements 4 * block .. 4 * block + 3 from one generator call. The arguments
+// are evaluated even when p <= 0: a kernel whose step buffer is bound only while dropout is on
+// must test p before calling.
+vec4 dropout_block_scales(float p, uint seed, uint step, uint tensor, uint block) {
+  if (p <= 0.0) return vec4(1.0);
+  uvec4 r = philox_block(seed, step, tensor, block);
+  return vec4(dropout_word_scale(r.x, p), dropout_word_scale(r.y, p), dropout_word_scale(r.z, p),
+              dropout_word_scale(r.w, p));
 }
 
 #endif
