@@ -34,6 +34,8 @@ function(vkf_add_shader_library target shader_dir)
   set(arrays "")
   foreach(comp ${comp_files})
     get_filename_component(base ${comp} NAME_WE)
+    # The variant lines are read here, at configure time: a change to them re-runs CMake.
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${comp})
     file(STRINGS ${comp} variant_lines REGEX "^// vkf-variant: ")
     file(STRINGS ${comp} only_lines REGEX "^// vkf-variant-only")
     set(variants "")

@@ -6,24 +6,35 @@
 // separately (layer_norm_dparams_*.comp) so that no float atomics are needed.
 // Row reductions as in layer_norm_fwd.comp: workgroup per row (shared memory, or subgroup then
 // shared memory), or subgroup per row.
+// The _f16 variants store dy, h, dx and ds as fp16 (16-bit storage only); gamma, mean, rstd and
+// all arithmetic stay fp32.
 // vkf-variant: layer_norm_bwd_sg SUBGROUP=1
 // vkf-variant: layer_norm_bwd_sgrow SUBGROUP=1 SUBGROUP_ROWS=1
+// vkf-variant: layer_norm_bwd_f16 VKF_F16=1
+// vkf-variant: layer_norm_bwd_sg_f16 SUBGROUP=1 VKF_F16=1
+// vkf-variant: layer_norm_bwd_sgrow_f16 SUBGROUP=1 SUBGROUP_ROWS=1 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
+#ifdef VKF_F16
+#extension GL_EXT_shader_16bit_storage : require
+#define STORE_T float16_t
+#else
+#define STORE_T float
+#endif
 #include "philox.glsl"
 #include "step.glsl"
 
 layout(local_size_x_id = 0) in;  // a power of two
-layout(std430, binding = 0) readonly buffer DY { float dy[]; };     // [rows, d]
-layout(std430, binding = 1) readonly buffer H { float h[]; };       // [rows, d]
+layout(std430, binding = 0) readonly buffer DY { STORE_T dy[]; };   // [rows, d]
+layout(std430, binding = 1) readonly buffer H { STORE_T h[]; };     // [rows, d]
 layout(std430, binding = 2) readonly buffer G { float gamma[]; };   // [d]
 layout(std430, binding = 3) readonly buffer M { float mean_in[]; }; // [rows]
 layout(std430, binding = 4) readonly buffer R { float rstd_in[]; }; // [rows]
-layout(std430, binding = 5) buffer DX { float dx[]; };              // [rows, d]
-layout(std430, binding = 6) writeonly buffer DS { float ds[]; };    // [rows, d] residual mode
+layout(std430, binding = 5) buffer DX { STORE_T dx[]; };            // [rows, d]
+layout(std430, binding = 6) writeonly buffer DS { STORE_T ds[]; };  // [rows, d] residual mode
 layout(std430, binding = 7) readonly buffer Step { StepScalars st; };
 layout(push_constant) uniform Push {
   uint rows;
@@ -66,16 +77,15 @@ vec2 row_sum(vec2 v) {
 
 // As in layer_norm_fwd.comp: runs of four columns share one Philox block.
 uint cached_block = 0xFFFFFFFFu;
-uvec4 cached_bits;
+vec4 cached_scales;
 float mask_scale(uint i) {
   if (pc.p <= 0.0) return 1.0;
   uint block = i >> 2;
   if (block != cached_block) {
-    cached_bits = philox4x32_10(uvec4(block, pc.tensor_id, st.step, 0u), uvec2(st.seed, 0x5EEDu));
+    cached_scales = dropout_block_scales(pc.p, st.seed, st.step, pc.tensor_id, block);
     cached_block = block;
   }
-  float u = float(cached_bits[i & 3u] >> 8) * (1.0 / 16777216.0);
-  return u < pc.p ? 0.0 : 1.0 / (1.0 - pc.p);
+  return cached_scales[i & 3u];
 }
 
 void layer_norm_row_backward(uint row, uint lane, uint lanes) {
@@ -85,8 +95,8 @@ void layer_norm_row_backward(uint row, uint lane, uint lanes) {
   vec2 acc = vec2(0.0);  // (sum g, sum g * xhat)
   for (uint c4 = lane * 4u; c4 < pc.d; c4 += lanes * 4u)
     for (uint c = c4; c < min(c4 + 4u, pc.d); ++c) {
-      float g = dy[base + c] * gamma[c];
-      float xhat = (h[base + c] - mean) * rstd;
+      float g = float(dy[base + c]) * gamma[c];
+      float xhat = (float(h[base + c]) - mean) * rstd;
       acc += vec2(g, g * xhat);
     }
   acc = row_sum(acc) / float(pc.d);
@@ -94,11 +104,11 @@ void layer_norm_row_backward(uint row, uint lane, uint lanes) {
   for (uint c4 = lane * 4u; c4 < pc.d; c4 += lanes * 4u)
     for (uint c = c4; c < min(c4 + 4u, pc.d); ++c) {
       uint i = base + c;
-      float g = dy[i] * gamma[c];
-      float xhat = (h[i] - mean) * rstd;
+      float g = float(dy[i]) * gamma[c];
+      float xhat = (float(h[i]) - mean) * rstd;
       float dh = rstd * (g - acc.x - xhat * acc.y);
-      dx[i] = pc.accumulate != 0u ? dx[i] + dh : dh;
-      if (pc.residual != 0u) ds[i] = dh * mask_scale(i);
+      dx[i] = STORE_T(pc.accumulate != 0u ? float(dx[i]) + dh : dh);
+      if (pc.residual != 0u) ds[i] = STORE_T(dh * mask_scale(i));
     }
 }
 

@@ -9,23 +9,34 @@
 //   layer_norm_fwd_sg       a workgroup per row, subgroup adds then shared memory
 //   layer_norm_fwd_sgrow    a subgroup per row, no barriers (small d, and CPU devices, where a
 //                           barrier costs far more than a longer loop)
+// The _f16 variants store x, s, y and h as fp16 (16-bit storage only); gamma, beta, mean, rstd
+// and all arithmetic stay fp32.
 // vkf-variant: layer_norm_fwd_sg SUBGROUP=1
 // vkf-variant: layer_norm_fwd_sgrow SUBGROUP=1 SUBGROUP_ROWS=1
+// vkf-variant: layer_norm_fwd_f16 VKF_F16=1
+// vkf-variant: layer_norm_fwd_sg_f16 SUBGROUP=1 VKF_F16=1
+// vkf-variant: layer_norm_fwd_sgrow_f16 SUBGROUP=1 SUBGROUP_ROWS=1 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
+#ifdef VKF_F16
+#extension GL_EXT_shader_16bit_storage : require
+#define STORE_T float16_t
+#else
+#define STORE_T float
+#endif
 #include "philox.glsl"
 #include "step.glsl"
 
 layout(local_size_x_id = 0) in;  // a power of two
-layout(std430, binding = 0) readonly buffer X { float x[]; };        // [rows, d]
-layout(std430, binding = 1) readonly buffer S { float s[]; };        // [rows, d] residual mode
-layout(std430, binding = 2) readonly buffer G { float gamma[]; };    // [d]
-layout(std430, binding = 3) readonly buffer B { float beta[]; };     // [d]
-layout(std430, binding = 4) writeonly buffer Y { float y[]; };       // [rows, d]
-layout(std430, binding = 5) buffer H { float h[]; };                 // [rows, d] residual mode
+layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };     // [rows, d]
+layout(std430, binding = 1) readonly buffer S { STORE_T s[]; };     // [rows, d] residual mode
+layout(std430, binding = 2) readonly buffer G { float gamma[]; };   // [d]
+layout(std430, binding = 3) readonly buffer B { float beta[]; };    // [d]
+layout(std430, binding = 4) writeonly buffer Y { STORE_T y[]; };    // [rows, d]
+layout(std430, binding = 5) buffer H { STORE_T h[]; };              // [rows, d] residual mode
 layout(std430, binding = 6) writeonly buffer M { float mean_out[]; };  // [rows]
 layout(std430, binding = 7) writeonly buffer R { float rstd_out[]; };  // [rows]
 layout(std430, binding = 8) readonly buffer Step { StepScalars st; };
@@ -71,20 +82,18 @@ float row_sum(float v) {
 }
 
 // Each invocation walks its columns in runs of four, so that consecutive elements share one
-// Philox block (philox_uniform() draws element i from lane i & 3 of block i >> 2): the generator
-// runs about once per four elements. The step buffer is only read when dropout is on.
+// Philox block: the generator runs about once per four elements. The step buffer is only read
+// when dropout is on.
 uint cached_block = 0xFFFFFFFFu;
-uvec4 cached_bits;
+vec4 cached_scales;
 float mask_scale(uint i) {
   if (pc.p <= 0.0) return 1.0;
   uint block = i >> 2;
   if (block != cached_block) {
-    cached_bits = philox4x32_10(uvec4(block, pc.tensor_id, st.step, 0u), uvec2(st.seed, 0x5EEDu));
+    cached_scales = dropout_block_scales(pc.p, st.seed, st.step, pc.tensor_id, block);
     cached_block = block;
   }
-  // Same arithmetic as philox_uniform() and dropout_scale().
-  float u = float(cached_bits[i & 3u] >> 8) * (1.0 / 16777216.0);
-  return u < pc.p ? 0.0 : 1.0 / (1.0 - pc.p);
+  return cached_scales[i & 3u];
 }
 
 // Normalises one row; `lane` of `lanes` invocations take part.
@@ -96,10 +105,12 @@ void layer_norm_row(uint row, uint lane, uint lanes) {
   for (uint c4 = lane * 4u; c4 < pc.d; c4 += lanes * 4u)
     for (uint c = c4; c < min(c4 + 4u, pc.d); ++c) {
       uint i = base + c;
-      float v = x[i];
+      float v = float(x[i]);
       if (residual) {
-        v += s[i] * mask_scale(i);
-        h[i] = v;  // read back below by this same invocation
+        // Statistics and y come from h as stored (rounded, in the f16 variants), so that they
+        // agree with the h the backward pass reads. Only this invocation reads h[i] back.
+        h[i] = STORE_T(v + float(s[i]) * mask_scale(i));
+        v = float(h[i]);
       }
       sum += v;
     }
@@ -108,15 +119,15 @@ void layer_norm_row(uint row, uint lane, uint lanes) {
   float sq = 0.0;
   for (uint c4 = lane * 4u; c4 < pc.d; c4 += lanes * 4u)
     for (uint c = c4; c < min(c4 + 4u, pc.d); ++c) {
-      float v = (residual ? h[base + c] : x[base + c]) - mean;
+      float v = float(residual ? h[base + c] : x[base + c]) - mean;
       sq += v * v;
     }
   float rstd = inversesqrt(row_sum(sq) / float(pc.d) + pc.eps);
 
   for (uint c4 = lane * 4u; c4 < pc.d; c4 += lanes * 4u)
     for (uint c = c4; c < min(c4 + 4u, pc.d); ++c) {
-      float v = residual ? h[base + c] : x[base + c];
-      y[base + c] = (v - mean) * rstd * gamma[c] + beta[c];
+      float v = float(residual ? h[base + c] : x[base + c]);
+      y[base + c] = STORE_T((v - mean) * rstd * gamma[c] + beta[c]);
     }
   if (lane == 0u) {
     mean_out[row] = mean;

@@ -14,11 +14,27 @@ namespace {
 
 constexpr uint32_t k_param_local = 64;  // columns per workgroup of the dgamma/dbeta kernels
 
-void need(const BufferRef& b, uint64_t floats, const char* name, const char* op) {
+void need(const BufferRef& b, uint64_t count, const char* name, const char* op,
+          DType t = DType::f32) {
   if (!b.valid()) throw Error(std::string(op) + ": " + name + " is missing");
-  if (b.size < floats * 4)
+  if (b.size < count * dtype_bytes(t))
     throw Error(std::string(op) + ": " + name + " has " + std::to_string(b.size) +
-                " bytes, needs " + std::to_string(floats) + " floats");
+                " bytes, needs " + std::to_string(count) +
+                (t == DType::f16 ? " f16 values" : " floats"));
+}
+
+// f32, or f16 storage where the device can load and store 16-bit values.
+void check_dtype(const Device& dev, DType t, const char* op) {
+  if (t != DType::f32 && t != DType::f16)
+    throw Error(std::string(op) + ": dtype " + dtype_name(t) + " is not supported (f32 or f16)");
+  if (t == DType::f16 && !dev.info().storage16)
+    throw Error(std::string(op) + ": f16 storage needs 16-bit storage buffers, which " +
+                dev.info().name + " does not support");
+}
+
+// The f16 kernels are variants with an "_f16" suffix.
+std::string with_dtype(std::string kernel, DType t) {
+  return t == DType::f16 ? kernel + "_f16" : kernel;
 }
 
 void need_step(const BufferRef& step, const char* op) {
@@ -99,17 +115,18 @@ uint64_t layer_norm_backward_scratch_bytes(uint32_t rows, uint32_t d) {
 void layer_norm_forward(Device& dev, Recorder& rec, const LayerNormForwardArgs& a) {
   const char* op = "layer_norm_forward";
   check_shape(a.rows, a.d, op);
+  check_dtype(dev, a.dtype, op);
   const uint64_t n = uint64_t{a.rows} * a.d;
   const bool residual = a.s.valid();
-  need(a.x, n, "x", op);
+  need(a.x, n, "x", op, a.dtype);
   need(a.gamma, a.d, "gamma", op);
   need(a.beta, a.d, "beta", op);
-  need(a.y, n, "y", op);
+  need(a.y, n, "y", op, a.dtype);
   need(a.mean, a.rows, "mean", op);
   need(a.rstd, a.rows, "rstd", op);
   if (residual) {
-    need(a.s, n, "s", op);
-    need(a.h, n, "h", op);
+    need(a.s, n, "s", op, a.dtype);
+    need(a.h, n, "h", op, a.dtype);
   }
   if (a.dropout < 0.0f || a.dropout >= 1.0f)
     throw Error(std::string(op) + ": dropout " + std::to_string(a.dropout) + " not in [0, 1)");
@@ -124,30 +141,32 @@ void layer_norm_forward(Device& dev, Recorder& rec, const LayerNormForwardArgs& 
   const RowPlan plan =
       plan_rows(dev, a.reduce, a.workgroup_size, a.rows, a.d, "layer_norm_fwd", op);
   push.rows_per_group = plan.rows_per_group;
-  const Kernel& k = dev.kernel({plan.kernel, 9, sizeof push, {plan.workgroup_size}});
+  const Kernel& k =
+      dev.kernel({with_dtype(plan.kernel, a.dtype), 9, sizeof push, {plan.workgroup_size}});
   // Unused bindings get a buffer the kernel never touches in that mode, declared as read so
   // that they add no dependencies (h aliases y in plain mode and is declared with y's write).
   rec.dispatch(
       k,
       {in(a.x), in(residual ? a.s : a.x), in(a.gamma), in(a.beta), out(a.y),
        residual ? inout(a.h) : out(a.y), out(a.mean), out(a.rstd), in(dropout ? a.step : a.gamma)},
-      push, groups_1d(a.rows, 1));
+      push, plan.groups);
 }
 
 void layer_norm_backward(Device& dev, Recorder& rec, const LayerNormBackwardArgs& a) {
   const char* op = "layer_norm_backward";
   check_shape(a.rows, a.d, op);
+  check_dtype(dev, a.dtype, op);
   const uint64_t n = uint64_t{a.rows} * a.d;
   const bool residual = a.ds.valid();
-  need(a.dy, n, "dy", op);
-  need(a.h, n, "h", op);
+  need(a.dy, n, "dy", op, a.dtype);
+  need(a.h, n, "h", op, a.dtype);
   need(a.gamma, a.d, "gamma", op);
   need(a.mean, a.rows, "mean", op);
   need(a.rstd, a.rows, "rstd", op);
-  need(a.dx, n, "dx", op);
+  need(a.dx, n, "dx", op, a.dtype);
   need(a.dgamma, a.d, "dgamma", op);
   need(a.dbeta, a.d, "dbeta", op);
-  if (residual) need(a.ds, n, "ds", op);
+  if (residual) need(a.ds, n, "ds", op, a.dtype);
   const uint64_t scratch_bytes = layer_norm_backward_scratch_bytes(a.rows, a.d);
   if (!a.scratch.valid() || a.scratch.size < scratch_bytes)
     throw Error(std::string(op) + ": scratch has " + std::to_string(a.scratch.size) +
@@ -171,7 +190,8 @@ void layer_norm_backward(Device& dev, Recorder& rec, const LayerNormBackwardArgs
   const RowPlan plan =
       plan_rows(dev, a.reduce, a.workgroup_size, a.rows, a.d, "layer_norm_bwd", op);
   push.rows_per_group = plan.rows_per_group;
-  const Kernel& k = dev.kernel({plan.kernel, 8, sizeof push, {plan.workgroup_size}});
+  const Kernel& k =
+      dev.kernel({with_dtype(plan.kernel, a.dtype), 8, sizeof push, {plan.workgroup_size}});
   rec.dispatch(k,
                {in(a.dy), in(a.h), in(a.gamma), in(a.mean), in(a.rstd),
                 a.accumulate_dx ? inout(a.dx) : out(a.dx), residual ? out(a.ds) : out(a.dx),
@@ -184,7 +204,8 @@ void layer_norm_backward(Device& dev, Recorder& rec, const LayerNormBackwardArgs
   struct {
     uint32_t rows, d, parts, rows_per_part;
   } ppush{a.rows, a.d, parts, rpp};
-  const Kernel& kp = dev.kernel({"layer_norm_dparams_partial", 5, sizeof ppush, {k_param_local}});
+  const Kernel& kp = dev.kernel(
+      {with_dtype("layer_norm_dparams_partial", a.dtype), 5, sizeof ppush, {k_param_local}});
   rec.dispatch(kp, {in(a.dy), in(a.h), in(a.mean), in(a.rstd), out(a.scratch)}, ppush,
                {ceil_div(a.d, k_param_local), parts, 1});
   struct {

@@ -2,10 +2,13 @@
 // LayerNorm forward and backward, optionally fused with a residual add and dropout (post-LN:
 // y = LayerNorm(x + dropout(s)) * gamma + beta). Rows are normalised over their d columns.
 // Kernels: shaders/layer_norm_fwd.comp, layer_norm_bwd.comp, layer_norm_dparams_*.comp.
+// With dtype f16 the [rows, d] activations and their gradients are stored as fp16 (devices with
+// 16-bit storage); gamma, beta, mean, rstd, dgamma, dbeta and all arithmetic stay fp32.
 #include <cstdint>
 
 #include "engine/device.h"
 #include "engine/recorder.h"
+#include "engine/tensor.h"
 
 namespace vkf::ops {
 
@@ -15,15 +18,16 @@ namespace vkf::ops {
 enum class RowReduce { automatic, shared, subgroup, subgroup_rows };
 
 struct LayerNormForwardArgs {
-  BufferRef x;      // [rows, d] residual input (plain mode: the input)
-  BufferRef s;      // [rows, d] sublayer output; invalid = plain mode, h = x
-  BufferRef gamma;  // [d]
-  BufferRef beta;   // [d]
-  BufferRef y;      // [rows, d] output
-  BufferRef h;      // [rows, d] x + dropout(s), saved for the backward; residual mode only
-  BufferRef mean;   // [rows] saved for the backward
-  BufferRef rstd;   // [rows] 1 / sqrt(var + eps), saved for the backward
-  BufferRef step;   // StepScalars (seed, step); needed only when dropout > 0
+  DType dtype = DType::f32;  // storage of x, s, y and h: f32 or f16
+  BufferRef x;               // [rows, d] residual input (plain mode: the input)
+  BufferRef s;               // [rows, d] sublayer output; invalid = plain mode, h = x
+  BufferRef gamma;           // [d]
+  BufferRef beta;            // [d]
+  BufferRef y;               // [rows, d] output
+  BufferRef h;               // [rows, d] x + dropout(s), saved for the backward; residual mode only
+  BufferRef mean;            // [rows] saved for the backward
+  BufferRef rstd;            // [rows] 1 / sqrt(var + eps), saved for the backward
+  BufferRef step;            // StepScalars (seed, step); needed only when dropout > 0
   uint32_t rows = 0;
   uint32_t d = 0;
   float eps = 1e-6f;
@@ -35,16 +39,17 @@ struct LayerNormForwardArgs {
 };
 
 struct LayerNormBackwardArgs {
-  BufferRef dy;       // [rows, d] gradient of y
-  BufferRef h;        // [rows, d] the forward's h (plain mode: its x)
-  BufferRef gamma;    // [d]
-  BufferRef mean;     // [rows] from the forward
-  BufferRef rstd;     // [rows] from the forward
-  BufferRef dx;       // [rows, d] gradient of x (= dh), written or accumulated
-  BufferRef ds;       // [rows, d] gradient of s (= dh * mask); invalid = plain mode
-  BufferRef dgamma;   // [d] written or accumulated
-  BufferRef dbeta;    // [d] written or accumulated
-  BufferRef scratch;  // layer_norm_backward_scratch_bytes(rows, d) bytes
+  DType dtype = DType::f32;  // storage of dy, h, dx and ds: f32 or f16, as in the forward
+  BufferRef dy;              // [rows, d] gradient of y
+  BufferRef h;               // [rows, d] the forward's h (plain mode: its x)
+  BufferRef gamma;           // [d]
+  BufferRef mean;            // [rows] from the forward
+  BufferRef rstd;            // [rows] from the forward
+  BufferRef dx;              // [rows, d] gradient of x (= dh), written or accumulated
+  BufferRef ds;              // [rows, d] gradient of s (= dh * mask); invalid = plain mode
+  BufferRef dgamma;          // [d] written or accumulated
+  BufferRef dbeta;           // [d] written or accumulated
+  BufferRef scratch;         // layer_norm_backward_scratch_bytes(rows, d) bytes
   BufferRef step;  // StepScalars, as in the forward; needed only when dropout > 0 and ds is valid
   uint32_t rows = 0;
   uint32_t d = 0;

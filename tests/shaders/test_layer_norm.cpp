@@ -1,12 +1,16 @@
 // LayerNorm forward/backward (plain and post-LN residual + dropout) against the double reference,
-// every workgroup size and reduction path forced, plus finite differences of the reference.
+// every workgroup size and reduction path forced, in f32 and f16 storage, plus finite
+// differences of the reference.
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <tuple>
 
 #include "engine/ops/layer_norm.h"
+#include "engine/philox.h"
 #include "engine/step_scalars.h"
 #include "tests/reference/layer_norm.h"
+#include "tests/reference/matmul.h"  // to_half, from_half
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -15,8 +19,16 @@ namespace {
 
 constexpr double k_eps = 1e-6;
 
-std::vector<float> poisoned(size_t n) {
-  return std::vector<float>(n, test::k_poison);
+std::vector<float> poisoned(size_t n, DType t = DType::f32) {
+  // f16 cannot hold test::k_poison; -65504 is no output of these inputs either.
+  return std::vector<float>(n, t == DType::f16 ? -65504.0f : test::k_poison);
+}
+
+// Host values as the device stores them: f16 rounds.
+std::vector<float> stored(std::vector<float> v, DType t) {
+  if (t == DType::f16)
+    for (float& x : v) x = ref::round_half(x);
+  return v;
 }
 
 Buffer step_buffer(Device& dev, uint32_t seed, uint32_t step) {
@@ -28,10 +40,31 @@ Buffer step_buffer(Device& dev, uint32_t seed, uint32_t step) {
   return b;
 }
 
-Buffer upload(Device& dev, const std::vector<float>& v, const char* what) {
-  Buffer b = dev.allocate(std::max<size_t>(v.size(), 1) * 4, what);
-  dev.upload(b, v);
+// Buffers hold exactly their elements of type t, so the op's size checks are exercised too.
+Buffer upload(Device& dev, const std::vector<float>& v, const char* what, DType t = DType::f32) {
+  Buffer b = dev.allocate(std::max<size_t>(v.size(), 1) * dtype_bytes(t), what);
+  if (t == DType::f32) {
+    dev.upload(b, v);
+  } else {
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) h[i] = ref::to_half(v[i]);
+    dev.upload(b, h);
+  }
   return b;
+}
+
+std::vector<float> download(Device& dev, const Buffer& b, size_t n, DType t = DType::f32) {
+  if (t == DType::f32) return dev.download<float>(b, n);
+  auto h = dev.download<uint16_t>(b, n);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = ref::from_half(h[i]);
+  return v;
+}
+
+bool has_storage16() {
+  if (test::device().info().storage16) return true;
+  WARN(test::device().label() << " has no 16-bit storage: the f16 variant is not tested");
+  return false;
 }
 
 struct Case {
@@ -40,20 +73,38 @@ struct Case {
   float p;
   uint32_t wg;
   ops::RowReduce reduce;
+  DType dtype = DType::f32;  // storage of x, s, y, h, dy, dx, ds
 };
 
-// Inputs for one case: x has an offset so that the variance pass must not cancel.
+// Inputs for one case: x has an offset so that the variance pass must not cancel. The [rows, d]
+// tensors hold values of the storage type (rounded to f16 for f16), so that the reference sees
+// exactly what the kernels read.
 struct Inputs {
   std::vector<float> x, s, gamma, beta, dy;
-  Inputs(uint32_t rows, uint32_t d, uint32_t seed) {
+  Inputs(uint32_t rows, uint32_t d, uint32_t seed, DType t = DType::f32) {
     const size_t n = size_t{rows} * d;
-    x = test::random_floats(n, seed, 2.0f, 4.0f);
-    s = test::random_floats(n, seed + 1);
+    x = stored(test::random_floats(n, seed, 2.0f, 4.0f), t);
+    s = stored(test::random_floats(n, seed + 1), t);
     gamma = test::random_floats(d, seed + 2, 0.5f, 1.5f);
     beta = test::random_floats(d, seed + 3);
-    dy = test::random_floats(n, seed + 4);
+    dy = stored(test::random_floats(n, seed + 4), t);
   }
 };
+
+// Tolerances (atol, rtol) of the outputs stored in the case's dtype; mean, rstd, dgamma and dbeta
+// are fp32 computed from exactly the stored inputs, so theirs do not depend on it.
+struct Tolerance {
+  double atol, rtol;
+};
+struct Tolerances {
+  Tolerance h;   // against the exact x + mask * s: the fp32 sum, then one rounding to storage
+  Tolerance y;   // y is O(1)
+  Tolerance dx;  // dx and ds sum over d
+};
+// fp32: the arithmetic's error. f16: one more rounding of the stored output (2^-11 relative),
+// with headroom, on top of it.
+constexpr Tolerances k_tol_f32{{1e-6, 1e-6}, {2e-5, 1e-4}, {5e-5, 1e-4}};
+constexpr Tolerances k_tol_f16{{1e-6, 5e-4}, {1e-4, 1e-3}, {1e-4, 1e-3}};
 
 struct GpuResult {
   std::vector<float> y, h, mean, rstd, dx, ds, dgamma, dbeta;
@@ -63,13 +114,14 @@ GpuResult run_gpu(const Case& c, const Inputs& in, uint32_t seed, uint32_t step,
                   const std::vector<float>& dx0 = {}, const std::vector<float>& dparam0 = {}) {
   Device& dev = test::device();
   const size_t n = size_t{c.rows} * c.d;
-  Buffer x = upload(dev, in.x, "x"), s = upload(dev, in.s, "s");
+  const DType t = c.dtype;
+  Buffer x = upload(dev, in.x, "x", t), s = upload(dev, in.s, "s", t);
   Buffer gamma = upload(dev, in.gamma, "gamma"), beta = upload(dev, in.beta, "beta");
-  Buffer dy = upload(dev, in.dy, "dy");
-  Buffer y = upload(dev, poisoned(n), "y"), h = upload(dev, poisoned(n), "h");
+  Buffer dy = upload(dev, in.dy, "dy", t);
+  Buffer y = upload(dev, poisoned(n, t), "y", t), h = upload(dev, poisoned(n, t), "h", t);
   Buffer mean = upload(dev, poisoned(c.rows), "mean"), rstd = upload(dev, poisoned(c.rows), "rstd");
-  Buffer dx = upload(dev, dx0.empty() ? poisoned(n) : dx0, "dx");
-  Buffer ds = upload(dev, poisoned(n), "ds");
+  Buffer dx = upload(dev, dx0.empty() ? poisoned(n, t) : dx0, "dx", t);
+  Buffer ds = upload(dev, poisoned(n, t), "ds", t);
   Buffer dgamma = upload(dev, dparam0.empty() ? poisoned(c.d) : dparam0, "dgamma");
   Buffer dbeta = upload(dev, dparam0.empty() ? poisoned(c.d) : dparam0, "dbeta");
   Buffer scratch = dev.allocate(ops::layer_norm_backward_scratch_bytes(c.rows, c.d), "scratch");
@@ -78,6 +130,7 @@ GpuResult run_gpu(const Case& c, const Inputs& in, uint32_t seed, uint32_t step,
 
   Recorder rec(dev);
   ops::LayerNormForwardArgs f;
+  f.dtype = t;
   f.x = x;
   if (c.residual) {
     f.s = s;
@@ -99,6 +152,7 @@ GpuResult run_gpu(const Case& c, const Inputs& in, uint32_t seed, uint32_t step,
   ops::layer_norm_forward(dev, rec, f);
 
   ops::LayerNormBackwardArgs b;
+  b.dtype = t;
   b.dy = dy;
   b.h = c.residual ? h : x;
   b.gamma = gamma;
@@ -122,14 +176,14 @@ GpuResult run_gpu(const Case& c, const Inputs& in, uint32_t seed, uint32_t step,
   rec.finish().run();
 
   GpuResult r;
-  r.y = dev.download<float>(y, n);
-  if (c.residual) r.h = dev.download<float>(h, n);
-  r.mean = dev.download<float>(mean, c.rows);
-  r.rstd = dev.download<float>(rstd, c.rows);
-  r.dx = dev.download<float>(dx, n);
-  if (c.residual) r.ds = dev.download<float>(ds, n);
-  r.dgamma = dev.download<float>(dgamma, c.d);
-  r.dbeta = dev.download<float>(dbeta, c.d);
+  r.y = download(dev, y, n, t);
+  if (c.residual) r.h = download(dev, h, n, t);
+  r.mean = download(dev, mean, c.rows);
+  r.rstd = download(dev, rstd, c.rows);
+  r.dx = download(dev, dx, n, t);
+  if (c.residual) r.ds = download(dev, ds, n, t);
+  r.dgamma = download(dev, dgamma, c.d);
+  r.dbeta = download(dev, dbeta, c.d);
   return r;
 }
 
@@ -140,25 +194,26 @@ std::vector<double> plus(std::vector<double> a, const std::vector<float>& b) {
 
 void check_case(const Case& c, uint32_t seed) {
   INFO("rows " << c.rows << " d " << c.d << " residual " << c.residual << " p " << c.p << " wg "
-               << c.wg << " reduce " << int(c.reduce));
-  Inputs in(c.rows, c.d, seed);
+               << c.wg << " reduce " << int(c.reduce) << " " << dtype_name(c.dtype));
+  Inputs in(c.rows, c.d, seed, c.dtype);
   const uint32_t n = c.rows * c.d;
+  const Tolerances& tol = c.dtype == DType::f16 ? k_tol_f16 : k_tol_f32;
   auto mask = c.residual ? ref::dropout_mask(n, c.p, 99, 3, 7) : std::vector<double>{};
   auto s = c.residual ? ref::to_double(in.s) : std::vector<double>{};
   auto x = ref::to_double(in.x), gamma = ref::to_double(in.gamma);
   // Accumulating into non-zero gradients checks the += paths at the same time.
   const bool acc = seed % 2 == 1;
-  auto dx0 = acc ? test::random_floats(n, seed + 10) : std::vector<float>{};
+  auto dx0 = acc ? stored(test::random_floats(n, seed + 10), c.dtype) : std::vector<float>{};
   auto dp0 = acc ? test::random_floats(c.d, seed + 11) : std::vector<float>{};
   GpuResult got = run_gpu(c, in, 99, 3, dx0, dp0);
 
-  // h = x + mask * s is one fp32 rounding away from the exact sum, and a row whose values
-  // nearly agree magnifies that by rstd. So h is checked against the exact sum, and the
-  // normalisation and its gradients against the reference evaluated at the kernel's h.
+  // h = x + mask * s is one rounding (to fp32, or to f16) away from the exact sum, and a row
+  // whose values nearly agree magnifies that by rstd. So h is checked against the exact sum, and
+  // the normalisation and its gradients against the reference evaluated at the kernel's h.
   auto beta = ref::to_double(in.beta), dy = ref::to_double(in.dy);
   if (c.residual) {
     auto exact = ref::layer_norm_forward(x, s, mask, gamma, beta, c.rows, c.d, k_eps);
-    CHECK(test::tolerance_ratio(got.h, exact.h, 1e-6, 1e-6) <= 1.0);
+    CHECK(test::tolerance_ratio(got.h, exact.h, tol.h.atol, tol.h.rtol) <= 1.0);
   }
   auto h = c.residual ? ref::to_double(got.h) : x;
   auto want = ref::layer_norm_forward(h, {}, {}, gamma, beta, c.rows, c.d, k_eps);
@@ -168,16 +223,16 @@ void check_case(const Case& c, uint32_t seed) {
     for (uint32_t i = 0; i < n; ++i) grads.ds[i] *= mask[i];
   }
 
-  // fp32 tolerances: y is O(1); gradients sum over d (dx) or rows (dgamma, dbeta).
-  CHECK(test::tolerance_ratio(got.y, want.y, 2e-5, 1e-4) <= 1.0);
+  // y and dx as above; fp32 statistics and dgamma, dbeta (sums over rows) in any dtype.
+  CHECK(test::tolerance_ratio(got.y, want.y, tol.y.atol, tol.y.rtol) <= 1.0);
   CHECK(test::tolerance_ratio(got.mean, want.mean, 1e-5, 1e-5) <= 1.0);
   CHECK(test::tolerance_ratio(got.rstd, want.rstd, 1e-5, 1e-4) <= 1.0);
   auto want_dx = acc ? plus(grads.dx, dx0) : grads.dx;
   auto want_dg = acc ? plus(grads.dgamma, dp0) : grads.dgamma;
   auto want_db = acc ? plus(grads.dbeta, dp0) : grads.dbeta;
-  CHECK(test::tolerance_ratio(got.dx, want_dx, 5e-5, 1e-4) <= 1.0);
+  CHECK(test::tolerance_ratio(got.dx, want_dx, tol.dx.atol, tol.dx.rtol) <= 1.0);
   if (c.residual) {
-    CHECK(test::tolerance_ratio(got.ds, grads.ds, 5e-5, 1e-4) <= 1.0);
+    CHECK(test::tolerance_ratio(got.ds, grads.ds, tol.dx.atol, tol.dx.rtol) <= 1.0);
     for (uint32_t i = 0; i < n; ++i)
       if (mask[i] == 0.0) REQUIRE(got.ds[i] == 0.0f);  // the forward's mask, exactly
   }
@@ -196,13 +251,80 @@ VKF_TEST_CASE("layer_norm forward and backward match the reference", "[shaders][
                seed + residual);
 }
 
-VKF_TEST_CASE("layer_norm: every workgroup size and reduction path", "[shaders][layer_norm]") {
-  auto reduce =
-      GENERATE(ops::RowReduce::shared, ops::RowReduce::subgroup, ops::RowReduce::subgroup_rows);
+// Every reduction path with every workgroup size, in storage type t.
+void check_every_path(ops::RowReduce reduce, DType t) {
   if (reduce != ops::RowReduce::shared && !test::device().info().subgroup_arithmetic) return;
   for (uint32_t wg : {4u, 32u, 64u, 128u, 256u})  // 4: a partial subgroup
     for (auto [rows, d] : {std::pair{3u, 7u}, {2u, 513u}, {4u, 100u}})
-      check_case({rows, d, true, 0.1f, wg, reduce}, wg + d + rows);
+      check_case({rows, d, true, 0.1f, wg, reduce, t}, wg + d + rows);
+}
+
+VKF_TEST_CASE("layer_norm: every workgroup size and reduction path", "[shaders][layer_norm]") {
+  auto reduce =
+      GENERATE(ops::RowReduce::shared, ops::RowReduce::subgroup, ops::RowReduce::subgroup_rows);
+  check_every_path(reduce, DType::f32);
+}
+
+VKF_TEST_CASE("layer_norm with f16 storage matches the reference", "[shaders][layer_norm][f16]") {
+  if (!has_storage16()) return;
+  // One-row inputs, widths that no workgroup size (nor 4) divides, and a few random shapes.
+  std::vector<std::pair<uint32_t, uint32_t>> shapes{{1, 1},   {1, 300},  {3, 7},  {4, 100},
+                                                    {3, 513}, {2, 4096}, {70, 33}};
+  std::mt19937 rng(2024);
+  for (int i = 0; i < 4; ++i) shapes.push_back({1 + rng() % 40, 1 + rng() % 700});
+  for (auto [rows, d] : shapes) {
+    uint32_t seed = rows * 131 + d;
+    check_case({rows, d, false, 0.0f, 0, ops::RowReduce::automatic, DType::f16}, seed);
+    check_case({rows, d, true, 0.0f, 0, ops::RowReduce::automatic, DType::f16}, seed + 1);
+    check_case({rows, d, true, 0.25f, 0, ops::RowReduce::automatic, DType::f16}, seed + 2);
+  }
+}
+
+VKF_TEST_CASE("layer_norm with f16 storage: every workgroup size and reduction path",
+              "[shaders][layer_norm][f16]") {
+  auto reduce =
+      GENERATE(ops::RowReduce::shared, ops::RowReduce::subgroup, ops::RowReduce::subgroup_rows);
+  if (has_storage16()) check_every_path(reduce, DType::f16);
+}
+
+// The f16 kernels do the f32 kernels' arithmetic on the values they load: run on the same
+// rounded inputs (in residual mode, the f32 kernels run in plain mode on the h the f16 forward
+// stored), the fp32 outputs agree to fp32 rounding and the f16 outputs are the f32 ones rounded
+// to f16 (within one f16 ulp: 2^-10 relative, or 2^-24 below the normal range).
+VKF_TEST_CASE("layer_norm with f16 storage agrees with f32 on the same inputs",
+              "[shaders][layer_norm][f16]") {
+  auto reduce =
+      GENERATE(ops::RowReduce::shared, ops::RowReduce::subgroup, ops::RowReduce::subgroup_rows);
+  if (reduce != ops::RowReduce::shared && !test::device().info().subgroup_arithmetic) return;
+  if (!has_storage16()) return;
+  for (auto [rows, d] : {std::pair{1u, 37u}, {5u, 300u}})
+    for (bool residual : {false, true}) {
+      INFO("rows " << rows << " d " << d << " residual " << residual << " reduce " << int(reduce));
+      const uint32_t n = rows * d;
+      const float p = residual ? 0.25f : 0.0f;
+      Inputs in(rows, d, rows + d, DType::f16);
+      GpuResult half = run_gpu({rows, d, residual, p, 0, reduce, DType::f16}, in, 99, 3);
+      if (residual) in.x = half.h;
+      GpuResult full = run_gpu({rows, d, false, 0.0f, 0, reduce, DType::f32}, in, 99, 3);
+
+      auto same = [](const std::vector<float>& got, const std::vector<float>& want) {
+        return test::tolerance_ratio(got, ref::to_double(want), 1e-7, 1e-6) <= 1.0;
+      };
+      auto rounded = [](const std::vector<float>& got, const std::vector<float>& want) {
+        return test::tolerance_ratio(got, ref::to_double(want), 6e-8, 1e-3) <= 1.0;
+      };
+      CHECK(same(half.mean, full.mean));
+      CHECK(same(half.rstd, full.rstd));
+      CHECK(same(half.dgamma, full.dgamma));
+      CHECK(same(half.dbeta, full.dbeta));
+      CHECK(rounded(half.y, full.y));
+      CHECK(rounded(half.dx, full.dx));
+      if (residual) {  // ds = dh * mask, with the f32 kernels' dh = dx
+        std::vector<float> want(n);
+        for (uint32_t i = 0; i < n; ++i) want[i] = full.dx[i] * dropout_scale(p, 99, 3, 7, i);
+        CHECK(rounded(half.ds, want));
+      }
+    }
 }
 
 VKF_TEST_CASE("layer_norm reference matches finite differences", "[shaders][layer_norm]") {
@@ -272,9 +394,59 @@ VKF_TEST_CASE("layer_norm rejects bad shapes and buffers", "[shaders][layer_norm
   f.dropout = 0.0f;
   f.workgroup_size = 48;
   REQUIRE_THROWS_WITH(ops::layer_norm_forward(dev, rec, f), Catch::Contains("power of two"));
+  f.workgroup_size = 0;
+  f.dtype = DType::i32;
+  REQUIRE_THROWS_WITH(ops::layer_norm_forward(dev, rec, f), Catch::Contains("not supported"));
+  if (dev.info().storage16) {  // f16 tensors are sized in halves: 2 x 64 fit in 64 floats
+    f.dtype = DType::f16;
+    f.d = 64;
+    CHECK_NOTHROW(ops::layer_norm_forward(dev, rec, f));
+    f.d = 65;
+    REQUIRE_THROWS_WITH(ops::layer_norm_forward(dev, rec, f), Catch::Contains("needs 130 f16"));
+  }
+}
+
+VKF_TEST_CASE("layer_norm refuses f16 on a device without 16-bit storage",
+              "[shaders][layer_norm][f16]") {
+  // An adopted device relies on no optional feature (Device::adopt), 16-bit storage included.
+  const DeviceInfo& info = test::device().info();
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qi.queueFamilyIndex = info.compute_queue_family;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+  VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  VkDevice host_device = VK_NULL_HANDLE;
+  REQUIRE(vkCreateDevice(info.physical, &di, nullptr, &host_device) == VK_SUCCESS);
+  VkQueue queue = VK_NULL_HANDLE;
+  vkGetDeviceQueue(host_device, info.compute_queue_family, 0, &queue);
+  {
+    auto dev = Device::adopt(Instance::adopt(test::instance()->get()), info.physical, host_device,
+                             queue, info.compute_queue_family, {.pipeline_cache_dir = ""});
+    REQUIRE_FALSE(dev->info().storage16);
+    Buffer b = dev->allocate(64 * 4, "b");
+    Recorder rec(*dev);
+    ops::LayerNormForwardArgs f;
+    f.x = f.gamma = f.beta = f.y = f.mean = f.rstd = b;
+    f.rows = 2;
+    f.d = 16;
+    f.dtype = DType::f16;
+    REQUIRE_THROWS_WITH(ops::layer_norm_forward(*dev, rec, f), Catch::Contains("16-bit storage"));
+    ops::LayerNormBackwardArgs g;
+    g.dy = g.h = g.gamma = g.mean = g.rstd = g.dx = g.dgamma = g.dbeta = g.scratch = b;
+    g.rows = 2;
+    g.d = 16;
+    g.dtype = DType::f16;
+    REQUIRE_THROWS_WITH(ops::layer_norm_backward(*dev, rec, g), Catch::Contains("16-bit storage"));
+  }
+  vkDestroyDevice(host_device, nullptr);
 }
 
 VKF_TEST_CASE("layer_norm over more than 65535 workgroups", "[shaders][layer_norm]") {
   // A workgroup per row: 70000 groups fold over the y dimension of the grid.
   check_case({70000, 16, true, 0.1f, 32, ops::RowReduce::shared}, 70000);
+  if (test::device().info().storage16)
+    check_case({70000, 16, true, 0.1f, 32, ops::RowReduce::shared, DType::f16}, 70001);
 }
