@@ -13,7 +13,11 @@ struct StepScalars {
                               // loss scaling, averaging across devices)
   float lr_scale = 1.0f;      // multiplies the scheduled learning rate
   uint32_t valid_tokens = 0;  // target tokens in the batch (for the loss normalisation)
-  uint32_t pad0 = 0, pad1 = 0, pad2 = 0;
+  // The batch row (sentence) this batch starts at within the whole batch of the step: dropout
+  // masks are drawn as for that position, so data-parallel replicas, each running its share of
+  // the rows, drop exactly what one device with the whole batch would.
+  uint32_t dropout_row = 0;
+  uint32_t pad1 = 0, pad2 = 0;
   float user[8] = {};  // free slots for op-specific values
 };
 static_assert(sizeof(StepScalars) == 64);

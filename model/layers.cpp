@@ -120,7 +120,7 @@ void embed(const Forward& f, const BufferRef& tokens, uint32_t count, uint32_t l
 
 void add_norm(const Forward& f, const std::string& name, const std::string& norm,
               const BufferRef& x, const BufferRef& s, const BufferRef& x_out, uint32_t rows,
-              uint32_t dropout_tensor) {
+              uint32_t len, uint32_t dropout_tensor) {
   const ModelConfig& c = f.config();
   const uint32_t d = uint32_t(c.d_model);
   ops::LayerNormForwardArgs a;
@@ -138,6 +138,7 @@ void add_norm(const Forward& f, const std::string& name, const std::string& norm
   a.eps = c.layer_norm_eps;
   a.dropout = f.dropout;
   a.tensor_id = dropout_tensor;
+  a.batch_row_rows = len;
   ops::layer_norm_forward(f.dev, f.rec, a);
 }
 
@@ -200,10 +201,10 @@ BufferRef encoder_forward(const Forward& f, const BufferRef& src, const BufferRe
     BufferRef s1 = f.buf(n + ".s1", uint64_t{Ns} * d), x1 = f.buf(n + ".x1", uint64_t{Ns} * d);
     mha(f, n + ".self", p + ".self_attn", x, x, batch, Ls, Ls, src_len, false, s1,
         dropout_id(false, l, 0));
-    add_norm(f, n + ".ln1", p + ".self_attn_norm", x, s1, x1, Ns, dropout_id(false, l, 1));
+    add_norm(f, n + ".ln1", p + ".self_attn_norm", x, s1, x1, Ns, Ls, dropout_id(false, l, 1));
     BufferRef s2 = f.buf(n + ".s2", uint64_t{Ns} * d), x2 = f.buf(n + ".x2", uint64_t{Ns} * d);
     ffn(f, n + ".ffn", p + ".ffn", x1, s2, Ns);
-    add_norm(f, n + ".ln2", p + ".ffn_norm", x1, s2, x2, Ns, dropout_id(false, l, 2));
+    add_norm(f, n + ".ln2", p + ".ffn_norm", x1, s2, x2, Ns, Ls, dropout_id(false, l, 2));
     x = x2;
   }
   return x;

@@ -82,9 +82,10 @@ void embed(const Forward& f, const BufferRef& tokens, uint32_t count, uint32_t l
            const BufferRef& positions, const BufferRef& out, uint32_t dropout_tensor);
 
 // x_out = LayerNorm(x + dropout(s)) with the `norm` parameters; saves h, mean, rstd under `name`.
+// The rows are sentences of `len` tokens (for the dropout mask of a share of a batch).
 void add_norm(const Forward& f, const std::string& name, const std::string& norm,
               const BufferRef& x, const BufferRef& s, const BufferRef& x_out, uint32_t rows,
-              uint32_t dropout_tensor);
+              uint32_t len, uint32_t dropout_tensor);
 
 // Multi-head attention of xq [batch * Lq, d] over xkv [batch * Lk, d] with the `prefix`
 // projections; the o_proj output goes to s_out. Saves q, k, v, o, lse under `name`.

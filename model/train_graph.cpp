@@ -156,14 +156,14 @@ void TrainGraph::record_forward(Recorder& rec) {
     BufferRef s1 = b.get(n + ".s1", uint64_t{Nt} * d), y1 = b.get(n + ".y1", uint64_t{Nt} * d);
     mha(f, n + ".self", p + ".self_attn", y, y, B, Lt, Lt, tgt_len, true, s1,
         dropout_id(true, l, 0));
-    add_norm(f, n + ".ln1", p + ".self_attn_norm", y, s1, y1, Nt, dropout_id(true, l, 1));
+    add_norm(f, n + ".ln1", p + ".self_attn_norm", y, s1, y1, Nt, Lt, dropout_id(true, l, 1));
     BufferRef s2 = b.get(n + ".s2", uint64_t{Nt} * d), y2 = b.get(n + ".y2", uint64_t{Nt} * d);
     mha(f, n + ".cross", p + ".cross_attn", y1, memory, B, Lt, Ls, src_len, false, s2,
         dropout_id(true, l, 2));
-    add_norm(f, n + ".ln2", p + ".cross_attn_norm", y1, s2, y2, Nt, dropout_id(true, l, 3));
+    add_norm(f, n + ".ln2", p + ".cross_attn_norm", y1, s2, y2, Nt, Lt, dropout_id(true, l, 3));
     BufferRef s3 = b.get(n + ".s3", uint64_t{Nt} * d), y3 = b.get(n + ".y3", uint64_t{Nt} * d);
     ffn(f, n + ".ffn", p + ".ffn", y2, s3, Nt);
-    add_norm(f, n + ".ln3", p + ".ffn_norm", y2, s3, y3, Nt, dropout_id(true, l, 4));
+    add_norm(f, n + ".ln3", p + ".ffn_norm", y2, s3, y3, Nt, Lt, dropout_id(true, l, 4));
     y = y3;
   }
 
@@ -240,7 +240,8 @@ void TrainGraph::record_backward(Recorder& rec) {
   };
 
   auto norm_backward = [&](const std::string& name, const std::string& norm, const BufferRef& dy,
-                           const BufferRef& dx, const BufferRef& ds, uint32_t rows, uint32_t id) {
+                           const BufferRef& dx, const BufferRef& ds, uint32_t rows, uint32_t len,
+                           uint32_t id) {
     ops::LayerNormBackwardArgs a;
     a.dy = dy;
     a.h = b.get(name + ".h", uint64_t{rows} * D.d);
@@ -257,6 +258,7 @@ void TrainGraph::record_backward(Recorder& rec) {
     a.d = D.d;
     a.dropout = drop;
     a.tensor_id = id;
+    a.batch_row_rows = len;
     a.accumulate_params = true;
     ops::layer_norm_backward(dev_, rec, a);
   };
@@ -360,12 +362,12 @@ void TrainGraph::record_backward(Recorder& rec) {
                                : b.get("dec." + std::to_string(l - 1) + ".y3", uint64_t{Nt} * D.d);
     const BufferRef y1 = b.get(n + ".y1", uint64_t{Nt} * D.d),
                     y2 = b.get(n + ".y2", uint64_t{Nt} * D.d);
-    norm_backward(n + ".ln3", p + ".ffn_norm", gy, ga, gb, Nt, dropout_id(true, l, 4));
+    norm_backward(n + ".ln3", p + ".ffn_norm", gy, ga, gb, Nt, D.Lt, dropout_id(true, l, 4));
     ffn_backward(n + ".ffn", p + ".ffn", y2, gb, ga, Nt);  // ga: gradient of y2
-    norm_backward(n + ".ln2", p + ".cross_attn_norm", ga, gy, gb, Nt, dropout_id(true, l, 3));
+    norm_backward(n + ".ln2", p + ".cross_attn_norm", ga, gy, gb, Nt, D.Lt, dropout_id(true, l, 3));
     mha_backward(n + ".cross", p + ".cross_attn", y1, memory, D.Lt, D.Ls, src_len, false, gb, gy,
                  g_memory, true, dropout_id(true, l, 2));  // gy: gradient of y1
-    norm_backward(n + ".ln1", p + ".self_attn_norm", gy, ga, gb, Nt, dropout_id(true, l, 1));
+    norm_backward(n + ".ln1", p + ".self_attn_norm", gy, ga, gb, Nt, D.Lt, dropout_id(true, l, 1));
     mha_backward(n + ".self", p + ".self_attn", y_in, y_in, D.Lt, D.Lt, tgt_len, true, gb, ga, ga,
                  true, dropout_id(true, l, 0));  // ga: gradient of y_in
     std::swap(gy, ga);
@@ -388,9 +390,9 @@ void TrainGraph::record_backward(Recorder& rec) {
                                ? b.get("enc.embed", uint64_t{Ns} * D.d)
                                : b.get("enc." + std::to_string(l - 1) + ".x2", uint64_t{Ns} * D.d);
     const BufferRef x1 = b.get(n + ".x1", uint64_t{Ns} * D.d);
-    norm_backward(n + ".ln2", p + ".ffn_norm", gx, ga, gb, Ns, dropout_id(false, l, 2));
+    norm_backward(n + ".ln2", p + ".ffn_norm", gx, ga, gb, Ns, D.Ls, dropout_id(false, l, 2));
     ffn_backward(n + ".ffn", p + ".ffn", x1, gb, ga, Ns);  // ga: gradient of x1
-    norm_backward(n + ".ln1", p + ".self_attn_norm", ga, gx, gb, Ns, dropout_id(false, l, 1));
+    norm_backward(n + ".ln1", p + ".self_attn_norm", ga, gx, gb, Ns, D.Ls, dropout_id(false, l, 1));
     mha_backward(n + ".self", p + ".self_attn", x_in, x_in, D.Ls, D.Ls, src_len, false, gb, gx, gx,
                  true, dropout_id(false, l, 0));  // gx: gradient of x_in
     end_segment(rec, p + ".");

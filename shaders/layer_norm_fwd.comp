@@ -48,6 +48,7 @@ layout(push_constant) uniform Push {
   uint tensor_id;        // dropout stream of s
   uint residual;         // 1: h = x + dropout(s); 0: h = x
   uint rows_per_group;   // subgroup-per-row variant: rows a workgroup covers
+  uint batch_row_rows;   // rows per batch row (sequence length) for StepScalars.dropout_row; 0: none
 } pc;
 
 #ifndef SUBGROUP_ROWS
@@ -88,12 +89,14 @@ uint cached_block = 0xFFFFFFFFu;
 vec4 cached_scales;
 float mask_scale(uint i) {
   if (pc.p <= 0.0) return 1.0;
-  uint block = i >> 2;
+  // Element i of this batch is element e of the step's whole batch (data-parallel shares).
+  uint e = i + st.dropout_row * pc.batch_row_rows * pc.d;
+  uint block = e >> 2;
   if (block != cached_block) {
     cached_scales = dropout_block_scales(pc.p, st.seed, st.step, pc.tensor_id, block);
     cached_block = block;
   }
-  return cached_scales[i & 3u];
+  return cached_scales[e & 3u];
 }
 
 // Normalises one row; `lane` of `lanes` invocations take part.

@@ -136,8 +136,10 @@ void layer_norm_forward(Device& dev, Recorder& rec, const LayerNormForwardArgs& 
   struct {
     uint32_t rows, d;
     float eps, p;
-    uint32_t tensor_id, residual, rows_per_group;
-  } push{a.rows, a.d, a.eps, dropout ? a.dropout : 0.0f, a.tensor_id, residual ? 1u : 0u, 1};
+    uint32_t tensor_id, residual, rows_per_group, batch_row_rows;
+  } push{
+      a.rows,          a.d, a.eps, dropout ? a.dropout : 0.0f, a.tensor_id, residual ? 1u : 0u, 1,
+      a.batch_row_rows};
   const RowPlan plan =
       plan_rows(dev, a.reduce, a.workgroup_size, a.rows, a.d, "layer_norm_fwd", op);
   push.rows_per_group = plan.rows_per_group;
@@ -179,14 +181,15 @@ void layer_norm_backward(Device& dev, Recorder& rec, const LayerNormBackwardArgs
   struct {
     uint32_t rows, d;
     float p;
-    uint32_t tensor_id, residual, accumulate, rows_per_group;
+    uint32_t tensor_id, residual, accumulate, rows_per_group, batch_row_rows;
   } push{a.rows,
          a.d,
          dropout ? a.dropout : 0.0f,
          a.tensor_id,
          residual ? 1u : 0u,
          a.accumulate_dx ? 1u : 0u,
-         1};
+         1,
+         a.batch_row_rows};
   const RowPlan plan =
       plan_rows(dev, a.reduce, a.workgroup_size, a.rows, a.d, "layer_norm_bwd", op);
   push.rows_per_group = plan.rows_per_group;

@@ -33,6 +33,10 @@ struct LayerNormForwardArgs {
   float eps = 1e-6f;
   float dropout = 0.0f;    // probability of dropping an element of s
   uint32_t tensor_id = 0;  // dropout stream of s (same value in the backward)
+  // Rows per batch row when the rows are sentences of this many tokens: the mask is then that of
+  // the rows' place in the step's whole batch, from StepScalars::dropout_row (data-parallel
+  // shares). 0: no offset.
+  uint32_t batch_row_rows = 0;
   // Tuning, normally left to the device: 0 = pick; else a power of two.
   uint32_t workgroup_size = 0;
   RowReduce reduce = RowReduce::automatic;
@@ -55,6 +59,7 @@ struct LayerNormBackwardArgs {
   uint32_t d = 0;
   float dropout = 0.0f;            // as in the forward
   uint32_t tensor_id = 0;          // as in the forward
+  uint32_t batch_row_rows = 0;     // as in the forward
   bool accumulate_dx = false;      // dx += dh (another branch already wrote dx)
   bool accumulate_params = false;  // dgamma += ..., dbeta += ...
   uint32_t workgroup_size = 0;

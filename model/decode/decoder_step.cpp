@@ -109,7 +109,7 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
     attend(f, n + ".self", R, 1, D.T, D, q, ck, cv, o, state.self_len());
     BufferRef s1 = f.buf(n + ".s1", uint64_t{R} * D.d), y1 = f.buf(n + ".y1", uint64_t{R} * D.d);
     linear_forward(f.dev, f.rec, linear_of(f.params, sa + ".o_proj", D.H * D.dv, D.d), o, s1, R);
-    add_norm(f, n + ".ln1", p + ".self_attn_norm", y, s1, y1, R, 0);
+    add_norm(f, n + ".ln1", p + ".self_attn_norm", y, s1, y1, R, 1, 0);
 
     // Cross-attention: sentence b's beam rows are the queries over its source.
     const std::string ca = p + ".cross_attn";
@@ -118,11 +118,11 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
            state.src_len());
     BufferRef s2 = f.buf(n + ".s2", uint64_t{R} * D.d), y2 = f.buf(n + ".y2", uint64_t{R} * D.d);
     linear_forward(f.dev, f.rec, linear_of(f.params, ca + ".o_proj", D.H * D.dv, D.d), o, s2, R);
-    add_norm(f, n + ".ln2", p + ".cross_attn_norm", y1, s2, y2, R, 0);
+    add_norm(f, n + ".ln2", p + ".cross_attn_norm", y1, s2, y2, R, 1, 0);
 
     BufferRef s3 = f.buf(n + ".s3", uint64_t{R} * D.d), y3 = f.buf(n + ".y3", uint64_t{R} * D.d);
     ffn(f, n + ".ffn", p + ".ffn", y2, s3, R);
-    add_norm(f, n + ".ln3", p + ".ffn_norm", y2, s3, y3, R, 0);
+    add_norm(f, n + ".ln3", p + ".ffn_norm", y2, s3, y3, R, 1, 0);
     y = y3;
   }
 

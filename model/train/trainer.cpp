@@ -365,6 +365,7 @@ std::array<double, 3> Run::run_micro_batch(const Batch& b, uint64_t step, int mi
       g.set_batch(slice_rows(b, first, n));
       r.sc->step = uint32_t(step);
       r.sc->seed = micro_batch_seed(o_.seed, micro);
+      r.sc->dropout_row = uint32_t(first);  // the masks one device with the whole batch draws
       r.sc->grad_scale = 1.0f;
       if (exchange) {
         // Each bucket's copy to staging is queued right behind the segment that completes it.

@@ -53,13 +53,18 @@ uint v_at(uint b, uint h, uint j) { return b * pc.v_bs + h * pc.v_hs + j * pc.v_
 uint o_at(uint b, uint h, uint i) { return b * pc.o_bs + h * pc.o_hs + i * pc.o_rs; }
 // LSE and delta: [batch, heads, len_q] contiguous.
 uint row_at(uint b, uint h, uint i) { return (b * pc.heads + h) * pc.len_q + i; }
-// Dropout element of weight (b, h, i, j); wraps modulo 2^32 like the host twin.
-uint drop_element(uint b, uint h, uint i, uint j) { return row_at(b, h, i) * pc.len_k + j; }
 
 #ifdef ATT_BINDING_LENGTHS
 layout(std430, binding = ATT_BINDING_LENGTHS) readonly buffer KeyLen { int key_len[]; };
 layout(std430, binding = ATT_BINDING_LENGTHS + 1) readonly buffer QueryLen { int q_len[]; };
 layout(std430, binding = ATT_BINDING_LENGTHS + 2) readonly buffer Steps { StepScalars steps[]; };
+
+// Dropout element of weight (b, h, i, j): batch row b counts from the step's dropout_row, so a
+// share of the batch draws the mask of its rows in the whole batch. Wraps modulo 2^32 like the
+// host twin. Reads the step buffer: call only with dropout on.
+uint drop_element(uint b, uint h, uint i, uint j) {
+  return row_at(b + steps[0].dropout_row, h, i) * pc.len_k + j;
+}
 
 // Valid keys of batch b (before the causal mask).
 uint key_limit(uint b) {

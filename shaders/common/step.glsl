@@ -7,7 +7,8 @@ struct StepScalars {
   float grad_scale;
   float lr_scale;
   uint valid_tokens;
-  uint pad0, pad1, pad2;
+  uint dropout_row;  // the batch row this batch starts at (dropout masks of data-parallel shares)
+  uint pad1, pad2;
   float user[8];
 };
 #endif

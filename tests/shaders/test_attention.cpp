@@ -3,6 +3,7 @@
 // that are no tile multiple, per-batch padding, causal, dropout), both kernel paths (tiled and
 // rows, ops::AttentionPath) with every tile / rows-per-lane configuration, strided layouts, f16
 // storage, fully masked rows, and finite-difference gradient checks.
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -408,6 +409,55 @@ VKF_TEST_CASE("a recorded attention replays with a new dropout seed", "[shaders]
         first = o;
       else
         CHECK(o != first);
+    }
+  }
+}
+
+VKF_TEST_CASE("attention on a share of a batch drops what the whole batch would",
+              "[shaders][attention][dropout]") {
+  Device& dev = test::device();
+  const int first = 2, count = 2;
+  for (int len_k : {11, 12}) {  // 12: weight rows start on Philox blocks (the aligned variant)
+    ref::AttentionShape whole;
+    whole.batch = 5, whole.heads = 2, whole.len_q = 9, whole.len_k = len_k;
+    whole.d_k = whole.d_v = 16;
+    whole.key_len = {len_k, 5, len_k - 1, 7, 1};
+    whole.dropout_p = 0.3f, whole.seed = 4, whole.step = 2, whole.tensor_id = 6;
+    ref::AttentionShape part = whole;
+    part.batch = count;
+    part.key_len = {whole.key_len.begin() + first, whole.key_len.begin() + first + count};
+    const Inputs in = random_inputs(whole, 21, false);
+    // Sentence b of every tensor is one contiguous run: [batch, heads, len, d].
+    auto rows = [&](const std::vector<float>& x, size_t per_sentence) {
+      return std::vector<float>(x.begin() + ptrdiff_t(first * per_sentence),
+                                x.begin() + ptrdiff_t((first + count) * per_sentence));
+    };
+    const size_t nq = count_q(whole) / 5, nk = count_k(whole) / 5, nv = count_v(whole) / 5,
+                 no = count_o(whole) / 5;
+    for (Path path : paths()) {
+      INFO(path_name(path) << ", len_k " << len_k);
+      auto run = [&](const ref::AttentionShape& s, const Inputs& x, uint32_t dropout_row) {
+        Gpu g(dev, s, DType::f32);
+        StepScalars st;
+        st.seed = s.seed, st.step = s.step, st.dropout_row = dropout_row;
+        std::memcpy(g.scalars.mapped(), &st, sizeof st);
+        g.put(g.q, x.q), g.put(g.k, x.k), g.put(g.v, x.v), g.put(g.d_o, x.d_o);
+        Recorder rec(dev);
+        for (const Buffer* b : {&g.o, &g.d_q, &g.d_k, &g.d_v}) g.poison(rec, *b);
+        ops::attention_forward(dev, rec, g.args(on_path(path)));
+        ops::attention_backward(dev, rec, g.backward_args(on_path(path)));
+        rec.finish().run();
+        return std::array{g.get(g.o, count_o(s)), g.get(g.d_q, count_q(s)),
+                          g.get(g.d_k, count_k(s)), g.get(g.d_v, count_v(s))};
+      };
+      const auto all = run(whole, in, 0);
+      const Inputs sub{rows(in.q, nq), rows(in.k, nk), rows(in.v, nv), rows(in.d_o, no)};
+      const auto got = run(part, sub, first);
+      CHECK(got[0] == rows(all[0], no));  // the same mask, so the same bits
+      CHECK(got[1] == rows(all[1], nq));
+      CHECK(got[2] == rows(all[2], nk));
+      CHECK(got[3] == rows(all[3], nv));
+      CHECK(run(part, sub, 0)[0] != rows(all[0], no));  // the first sentences' mask differs
     }
   }
 }

@@ -31,11 +31,12 @@ std::vector<float> stored(std::vector<float> v, DType t) {
   return v;
 }
 
-Buffer step_buffer(Device& dev, uint32_t seed, uint32_t step) {
+Buffer step_buffer(Device& dev, uint32_t seed, uint32_t step, uint32_t dropout_row = 0) {
   Buffer b = dev.allocate(sizeof(StepScalars), "step scalars", MemoryKind::host);
   StepScalars st;
   st.seed = seed;
   st.step = step;
+  st.dropout_row = dropout_row;
   std::memcpy(b.mapped(), &st, sizeof st);
   return b;
 }
@@ -110,8 +111,15 @@ struct GpuResult {
   std::vector<float> y, h, mean, rstd, dx, ds, dgamma, dbeta;
 };
 
+// share: the rows are sentences of share.len tokens that start at sentence share.first of a
+// larger batch (StepScalars::dropout_row).
+struct Share {
+  uint32_t first = 0, len = 0;
+};
+
 GpuResult run_gpu(const Case& c, const Inputs& in, uint32_t seed, uint32_t step,
-                  const std::vector<float>& dx0 = {}, const std::vector<float>& dparam0 = {}) {
+                  const std::vector<float>& dx0 = {}, const std::vector<float>& dparam0 = {},
+                  Share share = {}) {
   Device& dev = test::device();
   const size_t n = size_t{c.rows} * c.d;
   const DType t = c.dtype;
@@ -126,7 +134,7 @@ GpuResult run_gpu(const Case& c, const Inputs& in, uint32_t seed, uint32_t step,
   Buffer dbeta = upload(dev, dparam0.empty() ? poisoned(c.d) : dparam0, "dbeta");
   Buffer scratch = dev.allocate(ops::layer_norm_backward_scratch_bytes(c.rows, c.d), "scratch");
   dev.upload(scratch, poisoned(scratch.size() / 4));
-  Buffer st = step_buffer(dev, seed, step);
+  Buffer st = step_buffer(dev, seed, step, share.first);
 
   Recorder rec(dev);
   ops::LayerNormForwardArgs f;
@@ -147,6 +155,7 @@ GpuResult run_gpu(const Case& c, const Inputs& in, uint32_t seed, uint32_t step,
   f.eps = float(k_eps);
   f.dropout = c.p;
   f.tensor_id = 7;
+  f.batch_row_rows = share.len;
   f.workgroup_size = c.wg;
   f.reduce = c.reduce;
   ops::layer_norm_forward(dev, rec, f);
@@ -168,6 +177,7 @@ GpuResult run_gpu(const Case& c, const Inputs& in, uint32_t seed, uint32_t step,
   b.d = c.d;
   b.dropout = c.p;
   b.tensor_id = 7;
+  b.batch_row_rows = share.len;
   b.accumulate_dx = !dx0.empty();
   b.accumulate_params = !dparam0.empty();
   b.workgroup_size = c.wg;
@@ -325,6 +335,36 @@ VKF_TEST_CASE("layer_norm with f16 storage agrees with f32 on the same inputs",
         CHECK(rounded(half.ds, want));
       }
     }
+}
+
+VKF_TEST_CASE("layer_norm on a share of a batch drops what the whole batch would",
+              "[shaders][layer_norm][dropout]") {
+  // 5 sentences of 3 tokens; d = 37, so a sentence's mask does not start on a Philox block.
+  const uint32_t sentences = 5, len = 3, d = 37, first = 2, count = 2;
+  for (ops::RowReduce reduce : {ops::RowReduce::shared, ops::RowReduce::subgroup_rows}) {
+    if (reduce == ops::RowReduce::subgroup_rows && !test::device().info().subgroup_arithmetic)
+      continue;
+    const Case whole{sentences * len, d, true, 0.3f, 64, reduce};
+    const Inputs in(whole.rows, d, 11);
+    const GpuResult all = run_gpu(whole, in, 5, 9);
+    Case part = whole;
+    part.rows = count * len;
+    Inputs sub = in;
+    const size_t lo = size_t{first} * len * d, hi = lo + size_t{part.rows} * d;
+    for (auto* v : {&sub.x, &sub.s, &sub.dy})
+      *v = std::vector<float>(v->begin() + lo, v->begin() + hi);
+    const GpuResult got = run_gpu(part, sub, 5, 9, {}, {}, Share{first, len});
+    auto rows_of = [&](const std::vector<float>& v) {
+      return std::vector<float>(v.begin() + lo, v.begin() + hi);
+    };
+    CHECK(got.h == rows_of(all.h));  // the same mask, so the same bits
+    CHECK(got.y == rows_of(all.y));
+    CHECK(got.dx == rows_of(all.dx));
+    CHECK(got.ds == rows_of(all.ds));
+    // Without the offset the share would draw the first sentences' mask instead.
+    const GpuResult unshifted = run_gpu(part, sub, 5, 9);
+    CHECK(unshifted.h != rows_of(all.h));
+  }
 }
 
 VKF_TEST_CASE("layer_norm reference matches finite differences", "[shaders][layer_norm]") {
