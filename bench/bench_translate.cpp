@@ -6,16 +6,22 @@
 // no key/value cache, so each step re-runs the decoder over the prefix) when python3-torch is
 // installed: counters torch_sentences/s and ratio_vs_torch.
 //   bench_translate --benchmark_min_time=1 --benchmark_format=json
+//   VKF_BENCH_PROFILE=1   also print one decoder step's time per kernel (device timestamps)
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <random>
+#include <set>
 
 #include "bench/bench_device.h"
 #include "bench/torch_side.h"
 #include "engine/engine.h"
 #include "model/checkpoint.h"
+#include "model/decode/graph.h"
 #include "model/decode/translator.h"
 #include "model/params.h"
 
@@ -59,6 +65,19 @@ void translate(benchmark::State& state) {
       benchmark::Counter(double(after.sentences - before.sentences), benchmark::Counter::kIsRate);
   state.counters["tokens/s"] = benchmark::Counter(
       double(after.output_tokens - before.output_tokens), benchmark::Counter::kIsRate);
+
+  static std::set<std::pair<uint32_t, uint32_t>> profiled;  // once per shape, not per repetition
+  if (const char* p = std::getenv("VKF_BENCH_PROFILE");
+      p && std::string(p) == "1" && profiled.insert({beam, batch}).second) {
+    // One step at position 10, as the search runs it, with device timestamps.
+    decode::DecodeShape shape{batch, beam, 21, 20, std::max(2u * beam, 2u)};
+    decode::DecodeGraph graph(device(), params(), shape, true);
+    std::vector<int32_t> src(size_t{batch} * 21, 5), len(batch, 21), toks(shape.rows(), 7);
+    graph.encode(src, len);
+    for (uint32_t t = 0; t <= 10; ++t) graph.step(t, toks);
+    std::fprintf(stderr, "beam %u x batch %u, one decoder step:\n%s\n", beam, batch,
+                 profile_table(graph.last_step_timings()).c_str());
+  }
 
   // PyTorch on the same parameters, same sources' shape and lengths.
   const std::string ckpt =
