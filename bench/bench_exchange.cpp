@@ -1,7 +1,9 @@
 // Gradient exchange bandwidth (engine/exchange/gradient_exchange.h) by buffer size and replica
 // count, over logical devices on the default physical device: device -> host-visible staging,
 // host reduce-scatter and all-gather, staging -> device. GB/s counts the device<->host bytes of
-// all replicas (2 n 4 each). Started by mpirun, every process does the same and the buckets are
+// all replicas (2 n 4 each). Paths: staged (a host-visible buffer per device, the sum copied
+// into each) and shared (one host allocation imported into every device, nothing copied between
+// them). Started by mpirun, every process does the same and the buckets are
 // also summed across processes (the MPI path); rank 0 reports, with a fixed iteration count
 // (collectives need every process to run the same number).
 //   ./bench/bench_exchange --benchmark_format=json
@@ -24,6 +26,8 @@ vkf::ProcessGroup* g_group = nullptr;
 void exchange(benchmark::State& state) {
   const uint64_t floats = uint64_t(state.range(0));
   const size_t replicas = size_t(state.range(1));
+  const vkf::ExchangePath path =
+      state.range(2) ? vkf::ExchangePath::shared : vkf::ExchangePath::staged;
   std::vector<std::unique_ptr<vkf::Device>> owned;
   std::vector<vkf::Device*> devices;
   std::vector<vkf::Buffer> buffers;
@@ -43,7 +47,11 @@ void exchange(benchmark::State& state) {
     rec.finish().run();
     refs.push_back(buffers.back().ref());
   }
-  vkf::GradientExchange ex(devices, refs, floats, g_group);
+  if (path == vkf::ExchangePath::shared && !vkf::SharedHostMemory::supported(devices)) {
+    state.SkipWithError("the device cannot import host memory");
+    return;
+  }
+  vkf::GradientExchange ex(devices, refs, floats, g_group, uint64_t(1) << 22, {}, path);
   ex.all_reduce();  // warm-up
   for (auto _ : state) ex.all_reduce();
   state.counters["GB/s"] = benchmark::Counter(double(ex.stats().bytes) * 1e-9,
@@ -65,10 +73,10 @@ class SilentReporter : public benchmark::BenchmarkReporter {
 int main(int argc, char** argv) {
   std::unique_ptr<vkf::ProcessGroup> group = vkf::mpi_process_group();
   g_group = group.get();
-  // floats (1 MiB .. 256 MiB: tiny's parameters .. base's), replicas.
+  // floats (1 MiB .. 256 MiB: tiny's parameters .. base's), replicas, path.
   auto* b = benchmark::RegisterBenchmark("exchange", exchange)
-                ->ArgNames({"floats", "replicas"})
-                ->ArgsProduct({{1 << 18, 1 << 22, 1 << 24, 1 << 26}, {2, 3}})
+                ->ArgNames({"floats", "replicas", "shared"})
+                ->ArgsProduct({{1 << 18, 1 << 22, 1 << 24, 1 << 26}, {2, 3}, {0, 1}})
                 ->Unit(benchmark::kMillisecond)
                 ->UseRealTime();
   if (group) b->Iterations(10);

@@ -35,9 +35,9 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
   std::vector<const char*> enable;
   // Only what the engine uses, and only where present: a device without them still runs the
   // fp32 paths.
-  for (const char* e :
-       {VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME, VK_KHR_MAINTENANCE_4_EXTENSION_NAME,
-        VK_EXT_MEMORY_BUDGET_EXTENSION_NAME, "VK_NV_cooperative_matrix"})
+  for (const char* e : {VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME,
+                        VK_KHR_MAINTENANCE_4_EXTENSION_NAME, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME,
+                        VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME, "VK_NV_cooperative_matrix"})
     if (has(exts, e)) enable.push_back(e);
 
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
@@ -98,6 +98,7 @@ Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& in
   info_.fp16 = info_.int8 = info_.storage16 = info_.nv_coopmat = info_.khr_coopmat = false;
   info_.subgroup_size_control = false;
   info_.memory_budget = false;
+  info_.external_memory_host = false;
   init_common();
 }
 

@@ -131,6 +131,7 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index) {
   info.nv_coopmat = has_extension(exts, "VK_NV_cooperative_matrix");
   info.khr_coopmat = has_extension(exts, "VK_KHR_cooperative_matrix");
   info.memory_budget = has_extension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  info.external_memory_host = has_extension(exts, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
 
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceSubgroupProperties subgroup{
@@ -150,12 +151,20 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index) {
     *tail = &sg_control;
     tail = &sg_control.pNext;
   }
-  if (has_maint4) *tail = &maint4;
+  if (has_maint4) {
+    *tail = &maint4;
+    tail = &maint4.pNext;
+  }
+  VkPhysicalDeviceExternalMemoryHostPropertiesEXT host_import{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+  if (info.external_memory_host) *tail = &host_import;
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &driver;
   vkGetPhysicalDeviceProperties2(physical, &props2);
   const auto& p = props2.properties;
 
+  if (info.external_memory_host)
+    info.host_pointer_alignment = host_import.minImportedHostPointerAlignment;
   info.name = p.deviceName;
   info.vendor_id = p.vendorID;
   info.device_id = p.deviceID;
@@ -328,6 +337,7 @@ std::string devices_json(const std::vector<DeviceInfo>& devices) {
         {"storage16", d.storage16},
         {"cooperative_matrix_nv", d.nv_coopmat},
         {"cooperative_matrix_khr", d.khr_coopmat},
+        {"external_memory_host", d.external_memory_host},
         {"timestamps", d.timestamp_valid_bits != 0},
     });
   }

@@ -56,6 +56,10 @@ struct DeviceInfo {
   bool nv_coopmat = false;   // VK_NV_cooperative_matrix
   bool khr_coopmat = false;  // VK_KHR_cooperative_matrix
   bool memory_budget = false;
+  // VK_EXT_external_memory_host: host allocations can be imported as device memory (several
+  // devices then share one host buffer; engine/exchange/shared_host_memory.h).
+  bool external_memory_host = false;
+  uint64_t host_pointer_alignment = 0;  // minImportedHostPointerAlignment
 
   bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }
   uint64_t device_local_bytes() const;

@@ -26,7 +26,7 @@ constexpr uint64_t k_threaded_floats = uint64_t(1) << 16;
 GradientExchange::GradientExchange(const std::vector<Device*>& devices,
                                    const std::vector<BufferRef>& buffers, uint64_t floats,
                                    ProcessGroup* group, uint64_t bucket_floats,
-                                   const std::vector<uint64_t>& boundaries)
+                                   const std::vector<uint64_t>& boundaries, ExchangePath path)
     : floats_(floats), group_(group) {
   if (devices.empty() || devices.size() != buffers.size())
     throw Error("GradientExchange: one buffer per device is needed");
@@ -41,24 +41,36 @@ GradientExchange::GradientExchange(const std::vector<Device*>& devices,
       bucket_sizes_.push_back(std::min(bucket_floats, end - at));
     }
   }
+  if (path == ExchangePath::shared && !SharedHostMemory::supported(devices))
+    throw Error(
+        "GradientExchange: the shared path needs VK_EXT_external_memory_host on every "
+        "device");
+  // One region a device, 256-byte aligned.
+  const uint64_t region = (std::max<uint64_t>(floats, 1) * 4 + 255) / 256 * 256;
+  if (path == ExchangePath::shared || (path == ExchangePath::automatic && devices.size() > 1 &&
+                                       SharedHostMemory::supported(devices)))
+    shared_ = std::make_unique<SharedHostMemory>(devices, region * devices.size());
   for (size_t i = 0; i < devices.size(); ++i) {
     if (buffers[i].size < floats * 4)
       throw Error("GradientExchange: buffer " + std::to_string(i) + " is smaller than " +
                   std::to_string(floats) + " floats");
-    PerDevice d{devices[i],
-                devices[i]->allocate(std::max<uint64_t>(floats, 1) * 4, "gradient exchange staging",
-                                     MemoryKind::host),
-                {},
-                {}};
+    PerDevice d{devices[i], {}, {}, {}, {}};
+    if (shared_) {
+      d.host = shared_->on_device(i).slice(i * region, region);
+    } else {
+      d.staging = devices[i]->allocate(region, "gradient exchange staging", MemoryKind::host);
+      d.host = d.staging.ref();
+    }
+    // Shared path: the sum is in the first device's region, and every device reads it there.
+    const BufferRef sum = shared_ ? shared_->on_device(i).slice(0, region) : d.host;
     for (size_t b = 0; b < bucket_offsets_.size(); ++b) {
       const uint64_t off = bucket_offsets_[b] * 4, bytes = bucket_sizes_[b] * 4;
       const BufferRef dev_part = buffers[i].slice(off, bytes);
-      const BufferRef host_part = d.staging.ref().slice(off, bytes);
       Recorder down(*devices[i]);
-      down.copy(dev_part, host_part);
+      down.copy(dev_part, d.host.slice(off, bytes));
       d.down.push_back(down.finish());
       Recorder up(*devices[i]);
-      up.copy(host_part, dev_part);
+      up.copy(sum.slice(off, bytes), dev_part);
       d.up.push_back(up.finish());
     }
     devices_.push_back(std::move(d));
@@ -90,7 +102,7 @@ bool GradientExchange::downloaded(size_t bucket) const {
 // which gets the sum, is written.
 void GradientExchange::sum_shard(size_t shard, uint64_t first, uint64_t count) {
   const size_t n = devices_.size();
-  auto staging = [&](size_t i) { return reinterpret_cast<float*>(devices_[i].staging.mapped()); };
+  auto staging = [&](size_t i) { return reinterpret_cast<float*>(devices_[i].host.mapped); };
   std::array<float, 2048> acc;
   for (uint64_t at = first; at < first + count; at += acc.size()) {
     const uint64_t m = std::min<uint64_t>(acc.size(), first + count - at);
@@ -137,12 +149,13 @@ void GradientExchange::reduce(size_t b) {
       auto [lo, m] = shard_of(s);
       if (m > 0) sum_shard(s, lo, m);
     });
-  float* sum = reinterpret_cast<float*>(devices_[0].staging.mapped()) + first;
+  float* sum = reinterpret_cast<float*>(devices_[0].host.mapped) + first;
   if (group_) group_->sum(sum, count);
-  each_device([&](size_t i) {  // all-gather, each device's thread into its own staging
-    if (i > 0)
-      std::memcpy(reinterpret_cast<float*>(devices_[i].staging.mapped()) + first, sum, count * 4);
-  });
+  if (!shared_)
+    each_device([&](size_t i) {  // all-gather, each device's thread into its own staging
+      if (i > 0)
+        std::memcpy(reinterpret_cast<float*>(devices_[i].host.mapped) + first, sum, count * 4);
+    });
   for (auto& d : devices_) d.up[b].submit();
 }
 

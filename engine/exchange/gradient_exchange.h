@@ -11,19 +11,29 @@
 // All staging lives in one host memory, so a hop-by-hop ring would only copy the shards N-1
 // times more; the shard-per-device split keeps the ring's balance of work without the hops.
 //
+// Two paths for the staging. shared (where every device has VK_EXT_external_memory_host): one
+// host allocation imported into every device; each device downloads into its own region, the sum
+// lands in the first region, and every device uploads from there, so the all-gather copies
+// nothing. staged (any device): a host-visible buffer per device, and the all-gather copies the
+// sum into each of them.
+//
 // Two ways to drive it. all_reduce() does every bucket after the caller's work has finished.
 // To overlap the exchange with the backward pass, the caller instead queues download(device, b)
 // right behind the work that completes bucket b on that device, calls reduce(b) for every bucket
 // (same order on every process) while later work runs, and finish() at the end.
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "engine/device.h"
 #include "engine/exchange/process_group.h"
+#include "engine/exchange/shared_host_memory.h"
 #include "engine/recorder.h"
 
 namespace vkf {
+
+enum class ExchangePath { automatic, staged, shared };
 
 struct ExchangeStats {
   uint64_t bytes = 0;  // device<->host bytes moved, all devices, last round
@@ -38,7 +48,8 @@ class GradientExchange {
   GradientExchange(const std::vector<Device*>& devices, const std::vector<BufferRef>& buffers,
                    uint64_t floats, ProcessGroup* group = nullptr,
                    uint64_t bucket_floats = uint64_t(1) << 22,
-                   const std::vector<uint64_t>& boundaries = {});
+                   const std::vector<uint64_t>& boundaries = {},
+                   ExchangePath path = ExchangePath::automatic);
   GradientExchange(const GradientExchange&) = delete;
   GradientExchange& operator=(const GradientExchange&) = delete;
 
@@ -60,11 +71,13 @@ class GradientExchange {
     return {bucket_offsets_[b], bucket_offsets_[b] + bucket_sizes_[b]};
   }
   bool active() const { return !(devices_.size() == 1 && !group_); }
+  ExchangePath path() const { return shared_ ? ExchangePath::shared : ExchangePath::staged; }
 
  private:
   struct PerDevice {
     Device* device;
-    Buffer staging;                  // host-visible, `floats` elements
+    Buffer staging;                  // staged path: host-visible, `floats` elements
+    BufferRef host;                  // where this device's copy lands (staging or its region)
     std::vector<Sequence> down, up;  // per bucket
   };
   void start_round();
@@ -72,6 +85,7 @@ class GradientExchange {
   uint64_t floats_;
   ProcessGroup* group_;
   std::vector<uint64_t> bucket_offsets_, bucket_sizes_;  // in floats
+  std::unique_ptr<SharedHostMemory> shared_;             // shared path
   std::vector<PerDevice> devices_;
   ExchangeStats stats_;
   std::vector<size_t> queued_;  // per bucket: downloads queued this round

@@ -340,6 +340,15 @@ void Run::setup_replicas(const std::vector<float>& initial, const TrainState& re
       exchanges_.push_back(std::make_unique<GradientExchange>(devs, grads, chunk.floats, o_.group,
                                                               uint64_t(1) << 22, ends));
     }
+    size_t buckets = 0;
+    for (const auto& e : exchanges_) buckets += e->buckets();
+    say("gradient exchange: " + std::to_string(world()) + " replicas, " + std::to_string(buckets) +
+        " buckets, " +
+        (exchanges_[0]->path() == ExchangePath::shared ? "through host memory shared by the devices"
+                                                       : "through host-visible staging") +
+        (o_.group ? std::string(" and ") + o_.group->transport() : std::string()) +
+        (o_.exchange == TrainerOptions::Exchange::overlapped ? ", overlapped with the backward"
+                                                             : ", after the backward"));
   }
 }
 
