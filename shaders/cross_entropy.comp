@@ -10,26 +10,38 @@
 // One read of the row gives max, the rescaled sum of exponentials (online softmax) and sum_v x_v;
 // a second read writes the gradient, so probabilities are never stored. dx may alias x (the
 // gradient overwrites the logits): each element is read and then written by the same invocation.
+// The _f16 variants store x and dx as fp16 (16-bit storage only); the per-row outputs and all
+// arithmetic stay fp32, so the gradient is rounded once, when it is stored.
 #extension GL_GOOGLE_include_directive : require
 // vkf-variant: cross_entropy_sg VKF_SUBGROUP=1
 // vkf-variant: cross_entropy_nograd VKF_NO_GRAD=1
 // vkf-variant: cross_entropy_nograd_sg VKF_NO_GRAD=1 VKF_SUBGROUP=1
+// vkf-variant: cross_entropy_f16 VKF_F16=1
+// vkf-variant: cross_entropy_sg_f16 VKF_SUBGROUP=1 VKF_F16=1
+// vkf-variant: cross_entropy_nograd_f16 VKF_NO_GRAD=1 VKF_F16=1
+// vkf-variant: cross_entropy_nograd_sg_f16 VKF_NO_GRAD=1 VKF_SUBGROUP=1 VKF_F16=1
 #ifdef VKF_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_basic : require
+#endif
+#ifdef VKF_F16
+#extension GL_EXT_shader_16bit_storage : require
+#define STORE_T float16_t
+#else
+#define STORE_T float
 #endif
 #include "step.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;  // power of two
 
-layout(std430, binding = 0) buffer Logits { float x[]; };                 // [rows, V]
+layout(std430, binding = 0) buffer Logits { STORE_T x[]; };               // [rows, V]
 layout(std430, binding = 1) readonly buffer Targets { int target[]; };    // [rows]
 layout(std430, binding = 2) readonly buffer Step { StepScalars step_scalars; };
 layout(std430, binding = 3) writeonly buffer RowLoss { float row_loss[]; };  // [rows]
 layout(std430, binding = 4) writeonly buffer RowLogp { float row_logp[]; };  // [rows]
 #ifndef VKF_NO_GRAD
-layout(std430, binding = 5) writeonly buffer DLogits { float dx[]; };      // [rows, V]
+layout(std430, binding = 5) writeonly buffer DLogits { STORE_T dx[]; };    // [rows, V]
 #endif
 layout(push_constant) uniform Push {
   uint rows;
@@ -52,7 +64,7 @@ void main() {
 
   if (!valid) {
 #ifndef VKF_NO_GRAD
-    for (uint i = t; i < p.V; i += WG) dx[base + i] = 0.0;
+    for (uint i = t; i < p.V; i += WG) dx[base + i] = STORE_T(0.0);
 #endif
     if (t == 0) {
       row_loss[row] = 0.0;
@@ -61,10 +73,10 @@ void main() {
     return;
   }
 
-  float x_t = x[base + uint(tgt)];  // read before any gradient is written (in-place safe)
+  float x_t = float(x[base + uint(tgt)]);  // read before any gradient is written (in-place safe)
   float m = k_lowest, s = 0.0, sum_x = 0.0;
   for (uint i = t; i < p.V; i += WG) {
-    float v = x[base + i];
+    float v = float(x[base + i]);
     if (v > m) {
       s = s * exp(m - v) + 1.0;
       m = v;
@@ -87,9 +99,9 @@ void main() {
   float scale = step_scalars.grad_scale;
   float uniform_mass = eps / float(p.V);
   for (uint i = t; i < p.V; i += WG) {
-    float g = exp(x[base + i] - lse) - uniform_mass;
+    float g = exp(float(x[base + i]) - lse) - uniform_mass;
     if (i == uint(tgt)) g -= 1.0 - eps;
-    dx[base + i] = g * scale;
+    dx[base + i] = STORE_T(g * scale);
   }
 #endif
 }

@@ -10,13 +10,21 @@
 // Ranking costs the sum of squared bucket sizes, which is small for text (a frequent token
 // appears a few hundred times in a batch) and still parallel over tokens when it is not.
 // scratch (uint): counts[K] | offsets[K + 1] | cursor[K] | unsorted[tokens] | sorted[tokens]
+// embedding_bwd_accum_f16 reads dout as fp16 (16-bit storage only); dW and the sums stay fp32.
 // vkf-variant-only
 // vkf-variant: embedding_bwd_count STAGE=0
 // vkf-variant: embedding_bwd_scan STAGE=1
 // vkf-variant: embedding_bwd_place STAGE=2
 // vkf-variant: embedding_bwd_rank STAGE=3
 // vkf-variant: embedding_bwd_accum STAGE=4
+// vkf-variant: embedding_bwd_accum_f16 STAGE=4 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
+#ifdef VKF_F16
+#extension GL_EXT_shader_16bit_storage : require
+#define STORE_T float16_t
+#else
+#define STORE_T float
+#endif
 #include "index.glsl"
 #include "philox.glsl"
 #include "step.glsl"
@@ -42,7 +50,7 @@ layout(std430, binding = 1) readonly buffer Pos { int position[]; }; // [tokens]
 layout(std430, binding = 2) buffer Scratch { uint scratch[]; };
 #endif
 #if STAGE == 4
-layout(std430, binding = 3) readonly buffer DO { float dout[]; };    // [tokens, d]
+layout(std430, binding = 3) readonly buffer DO { STORE_T dout[]; };  // [tokens, d]
 layout(std430, binding = 4) buffer DW { float dw[]; };               // [K, d]
 layout(std430, binding = 5) readonly buffer Step { StepScalars st; };
 #endif
@@ -125,7 +133,7 @@ void main() {
     float acc = 0.0;
     for (uint b = b0; b < b1; ++b) {
       uint i = scratch[sorted_at(b)] * pc.d + c;
-      float g = dout[i];
+      float g = float(dout[i]);
       if (pc.p > 0.0) g *= dropout_scale(pc.p, st.seed, st.step, pc.tensor_id, i);
       acc += g;
     }

@@ -4,7 +4,16 @@
 // PE[pos, 2i+1] = cos(...)), or a learned [max_len, d] table. pos(t) is t % len for a
 // [batch, len] layout, or positions[t]. Padding tokens and ids outside [0, vocab) give zero
 // rows, so padding never carries a signal or receives a gradient.
+// embedding_fwd_f16 stores out as fp16 (16-bit storage only): the tables, positions and all
+// arithmetic stay fp32, and each element is rounded once, when it is stored.
+// vkf-variant: embedding_fwd_f16 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
+#ifdef VKF_F16
+#extension GL_EXT_shader_16bit_storage : require
+#define STORE_T float16_t
+#else
+#define STORE_T float
+#endif
 #include "index.glsl"
 #include "philox.glsl"
 #include "step.glsl"
@@ -13,7 +22,7 @@ layout(std430, binding = 0) readonly buffer T { int token[]; };     // [tokens]
 layout(std430, binding = 1) readonly buffer Pos { int position[]; }; // [tokens] when len == 0
 layout(std430, binding = 2) readonly buffer E { float table[]; };   // [vocab, d]
 layout(std430, binding = 3) readonly buffer PE { float pos_table[]; };  // [max_len, d] learned
-layout(std430, binding = 4) writeonly buffer O { float outv[]; };   // [tokens, d]
+layout(std430, binding = 4) writeonly buffer O { STORE_T outv[]; }; // [tokens, d]
 layout(std430, binding = 5) readonly buffer Step { StepScalars st; };
 layout(push_constant) uniform Push {
   uint tokens;
@@ -57,6 +66,6 @@ void main() {
       v = table[uint(id) * pc.d + c] * pc.scale + (pos >= 0 ? positional(uint(pos), c) : 0.0);
       v *= mask[k];
     }
-    outv[i] = v;
+    outv[i] = STORE_T(v);
   }
 }

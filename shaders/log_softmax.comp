@@ -2,18 +2,27 @@
 // y[r, v] = x[r, v] - log sum_u exp(x[r, u]), one workgroup per row of [rows, V]. One read of the
 // row for the max and the rescaled sum of exponentials (online softmax), one read + write for y.
 // y may alias x (in place): each element is read and then written by the same invocation.
+// The _f16 variants store x and y as fp16 (16-bit storage only); all arithmetic stays fp32.
 #extension GL_GOOGLE_include_directive : require
 // vkf-variant: log_softmax_sg VKF_SUBGROUP=1
+// vkf-variant: log_softmax_f16 VKF_F16=1
+// vkf-variant: log_softmax_sg_f16 VKF_SUBGROUP=1 VKF_F16=1
 #ifdef VKF_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_basic : require
+#endif
+#ifdef VKF_F16
+#extension GL_EXT_shader_16bit_storage : require
+#define STORE_T float16_t
+#else
+#define STORE_T float
 #endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;  // power of two
 
-layout(std430, binding = 0) buffer X { float x[]; };            // [rows, V]
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };  // [rows, V]
+layout(std430, binding = 0) buffer X { STORE_T x[]; };            // [rows, V]
+layout(std430, binding = 1) writeonly buffer Y { STORE_T y[]; };  // [rows, V]
 layout(push_constant) uniform Push {
   uint rows;
   uint V;
@@ -30,7 +39,7 @@ void main() {
   uint base = row * p.V;
   float m = k_lowest, s = 0.0;
   for (uint i = t; i < p.V; i += WG) {
-    float v = x[base + i];
+    float v = float(x[base + i]);
     if (v > m) {
       s = s * exp(m - v) + 1.0;
       m = v;
@@ -40,5 +49,5 @@ void main() {
   }
   float row_max = wg_max(m);
   float lse = row_max + log(wg_sum(s > 0.0 ? s * exp(m - row_max) : 0.0));
-  for (uint i = t; i < p.V; i += WG) y[base + i] = x[base + i] - lse;
+  for (uint i = t; i < p.V; i += WG) y[base + i] = STORE_T(float(x[base + i]) - lse);
 }

@@ -13,11 +13,21 @@
 // Pruning (first pass only, use_threshold = 1): thr[row * k + k - 1] is a lower bound of the
 // row's k-th largest value (topk_thread_max.comp), so a chunk stops once its best remaining entry
 // is below it and pads the rest of its k slots. A chunk also stops when only padding is left.
+// topk_f16 reads fp16 values (16-bit storage only) in the first pass; the candidates it writes,
+// and so the later passes, are fp32. Every fp16 value widens exactly, so order and ties are
+// those of the fp16 inputs.
+// vkf-variant: topk_f16 VKF_F16=1
+#ifdef VKF_F16
+#extension GL_EXT_shader_16bit_storage : require
+#define STORE_T float16_t
+#else
+#define STORE_T float
+#endif
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;  // power of two
 layout(constant_id = 1) const uint E = 32;    // entries per invocation, <= 32 (a bit mask)
 
-layout(std430, binding = 0) readonly buffer InVal { float in_val[]; };      // [rows, n]
+layout(std430, binding = 0) readonly buffer InVal { STORE_T in_val[]; };    // [rows, n]
 layout(std430, binding = 1) readonly buffer InIdx { uint in_idx[]; };       // [rows, n] if has_idx
 layout(std430, binding = 2) writeonly buffer OutVal { float out_val[]; };   // [rows, chunks, k]
 layout(std430, binding = 3) writeonly buffer OutIdx { uint out_idx[]; };    // [rows, chunks, k]
@@ -58,7 +68,7 @@ void main() {
     float v = -3.402823466e38;
     uint id = k_none;
     if (pos < p.n) {
-      v = in_val[row * p.n + pos];
+      v = float(in_val[row * p.n + pos]);
       id = p.has_idx != 0u ? in_idx[row * p.n + pos] : pos;
     }
     chunk_val[slot] = v;

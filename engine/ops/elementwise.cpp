@@ -46,6 +46,18 @@ std::array<uint32_t, 3> row_groups(uint32_t rows) {
   return {65535, ceil_div(rows, 65535), 1};
 }
 
+void check_storage_dtype(const Device& dev, DType t, const std::string& op) {
+  if (t != DType::f32 && t != DType::f16)
+    throw Error(op + ": dtype " + dtype_name(t) + " is not supported (f32 or f16)");
+  if (t == DType::f16 && !dev.info().storage16)
+    throw Error(op + ": f16 storage needs 16-bit storage buffers, which " + dev.info().name +
+                " does not support");
+}
+
+std::string kernel_for_dtype(std::string kernel, DType t) {
+  return t == DType::f16 ? kernel + "_f16" : kernel;
+}
+
 void scale(Device& dev, Recorder& rec, const ScaleArgs& a) {
   need_floats(a.x, a.n, "scale x");
   need_floats(a.y, a.n, "scale y");

@@ -3,9 +3,11 @@
 // Kernels: shaders/scale.comp, copy.comp, cast.comp, reduce.comp.
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "engine/device.h"
 #include "engine/recorder.h"
+#include "engine/tensor.h"
 
 namespace vkf::ops {
 
@@ -20,6 +22,12 @@ uint32_t resolve_workgroup_size(const Device& dev, uint32_t requested, const cha
 bool resolve_subgroup(const Device& dev, RowKernelConfig::Subgroup s, const char* op);
 // {x, y, 1} groups covering `rows` workgroups (x capped at 65535).
 std::array<uint32_t, 3> row_groups(uint32_t rows);
+
+// Storage type of an op's large tensors: f32, or f16 (fp32 arithmetic) where the device has
+// 16-bit storage buffers. Throws an Error naming `op` for any other type or device.
+void check_storage_dtype(const Device& dev, DType t, const std::string& op);
+// The f16-storage kernels are the variants named with an "_f16" suffix.
+std::string kernel_for_dtype(std::string kernel, DType t);
 
 struct ScaleArgs {
   BufferRef x;  // [n] f32

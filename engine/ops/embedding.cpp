@@ -5,6 +5,7 @@
 
 #include "engine/error.h"
 #include "engine/launch.h"
+#include "engine/ops/elementwise.h"
 #include "engine/step_scalars.h"
 
 namespace vkf::ops {
@@ -13,11 +14,13 @@ namespace {
 constexpr uint32_t k_local = 256;        // element-wise and per-token kernels
 constexpr uint32_t k_accum_local = 128;  // columns of a bucket row summed at once
 
-void need(const BufferRef& b, uint64_t words, const char* name, const char* op) {
+void need(const BufferRef& b, uint64_t count, const char* name, const char* op,
+          DType t = DType::f32) {
   if (!b.valid()) throw Error(std::string(op) + ": " + name + " is missing");
-  if (b.size < words * 4)
+  if (b.size < count * dtype_bytes(t))
     throw Error(std::string(op) + ": " + name + " has " + std::to_string(b.size) +
-                " bytes, needs " + std::to_string(words) + " 4-byte elements");
+                " bytes, needs " + std::to_string(count) +
+                (t == DType::f16 ? " f16 values" : " 4-byte elements"));
 }
 
 void check_common(uint32_t tokens, uint32_t d, uint32_t vocab, float dropout, const BufferRef& step,
@@ -55,7 +58,7 @@ void scatter_add(Device& dev, Recorder& rec, const EmbeddingBackwardArgs& a, con
                     key_mode,       scale,    dropout ? a.dropout : 0.0f,
                     a.tensor_id};
   const BufferRef& pos = a.len ? a.tokens : a.positions;
-  auto kernel = [&](const char* name, uint32_t buffers, uint32_t local) -> const Kernel& {
+  auto kernel = [&](const std::string& name, uint32_t buffers, uint32_t local) -> const Kernel& {
     return dev.kernel({name, buffers, sizeof push, {local}});
   };
   rec.fill(a.scratch.slice(0, uint64_t{keys} * 4), 0);  // counts
@@ -67,7 +70,7 @@ void scatter_add(Device& dev, Recorder& rec, const EmbeddingBackwardArgs& a, con
   rec.dispatch(kernel("embedding_bwd_rank", 3, k_local), {in(a.tokens), in(pos), inout(a.scratch)},
                push, groups_1d(a.tokens_count, k_local));
   rec.dispatch(
-      kernel("embedding_bwd_accum", 6, k_accum_local),
+      kernel(kernel_for_dtype("embedding_bwd_accum", a.dout_dtype), 6, k_accum_local),
       {in(a.tokens), in(pos), in(a.scratch), in(a.dout), inout(dw), in(dropout ? a.step : a.dout)},
       push, groups_1d(a.tokens_count, 1));
 }
@@ -81,6 +84,7 @@ uint64_t embedding_backward_scratch_bytes(uint32_t vocab, uint32_t max_len, uint
 void embedding_forward(Device& dev, Recorder& rec, const EmbeddingForwardArgs& a) {
   const char* op = "embedding_forward";
   check_common(a.tokens_count, a.d, a.vocab, a.dropout, a.step, op);
+  check_storage_dtype(dev, a.dtype, op);
   const bool learned = a.pos_table.valid();
   need(a.tokens, a.tokens_count, "tokens", op);
   if (a.len == 0) need(a.positions, a.tokens_count, "positions", op);
@@ -89,7 +93,7 @@ void embedding_forward(Device& dev, Recorder& rec, const EmbeddingForwardArgs& a
     if (a.max_len == 0) throw Error(std::string(op) + ": learned positions need max_len");
     need(a.pos_table, uint64_t{a.max_len} * a.d, "pos_table", op);
   }
-  need(a.out, uint64_t{a.tokens_count} * a.d, "out", op);
+  need(a.out, uint64_t{a.tokens_count} * a.d, "out", op, a.dtype);
   const bool dropout = a.dropout > 0.0f;
   struct {
     uint32_t tokens, d, vocab, len;
@@ -107,7 +111,8 @@ void embedding_forward(Device& dev, Recorder& rec, const EmbeddingForwardArgs& a
          a.scale,
          dropout ? a.dropout : 0.0f,
          a.tensor_id};
-  const Kernel& k = dev.kernel({"embedding_fwd", 6, sizeof push, {k_local}});
+  const Kernel& k =
+      dev.kernel({kernel_for_dtype("embedding_fwd", a.dtype), 6, sizeof push, {k_local}});
   rec.dispatch(k,
                {in(a.tokens), in(a.len ? a.tokens : a.positions), in(a.table),
                 in(learned ? a.pos_table : a.table), out(a.out), in(dropout ? a.step : a.table)},
@@ -118,10 +123,11 @@ void embedding_forward(Device& dev, Recorder& rec, const EmbeddingForwardArgs& a
 void embedding_backward(Device& dev, Recorder& rec, const EmbeddingBackwardArgs& a) {
   const char* op = "embedding_backward";
   check_common(a.tokens_count, a.d, a.vocab, a.dropout, a.step, op);
+  check_storage_dtype(dev, a.dout_dtype, op);
   const bool learned = a.dpos_table.valid();
   need(a.tokens, a.tokens_count, "tokens", op);
   if (a.len == 0) need(a.positions, a.tokens_count, "positions", op);
-  need(a.dout, uint64_t{a.tokens_count} * a.d, "dout", op);
+  need(a.dout, uint64_t{a.tokens_count} * a.d, "dout", op, a.dout_dtype);
   need(a.dtable, uint64_t{a.vocab} * a.d, "dtable", op);
   if (learned) {
     if (a.max_len == 0) throw Error(std::string(op) + ": learned positions need max_len");

@@ -5,20 +5,24 @@
 // learned [max_len, d] table. Padding tokens give zero rows. The backward is a deterministic
 // scatter-add (device counting sort, no float atomics) that accumulates into the table's
 // gradient, which the pre-softmax projection shares. Kernels: shaders/embedding_{fwd,bwd}.comp.
+// The activations may be stored as fp16 (devices with 16-bit storage): the forward's out and the
+// backward's dout. The tables, their gradients and all arithmetic stay fp32.
 #include <cstdint>
 
 #include "engine/device.h"
 #include "engine/recorder.h"
+#include "engine/tensor.h"
 
 namespace vkf::ops {
 
 struct EmbeddingForwardArgs {
-  BufferRef tokens;     // [tokens] int32 ids
-  BufferRef positions;  // [tokens] int32, used when len == 0
-  BufferRef table;      // [vocab, d]
-  BufferRef pos_table;  // [max_len, d] learned positions; invalid = sinusoid
-  BufferRef out;        // [tokens, d]
-  BufferRef step;       // StepScalars (seed, step); needed only when dropout > 0
+  DType dtype = DType::f32;  // storage of out: f32 or f16
+  BufferRef tokens;          // [tokens] int32 ids
+  BufferRef positions;       // [tokens] int32, used when len == 0
+  BufferRef table;           // [vocab, d] f32
+  BufferRef pos_table;       // [max_len, d] f32 learned positions; invalid = sinusoid
+  BufferRef out;             // [tokens, d] of dtype
+  BufferRef step;            // StepScalars (seed, step); needed only when dropout > 0
   uint32_t tokens_count = 0;
   uint32_t d = 0;
   uint32_t vocab = 0;
@@ -31,11 +35,12 @@ struct EmbeddingForwardArgs {
 };
 
 struct EmbeddingBackwardArgs {
-  BufferRef tokens;      // [tokens] int32, as in the forward
-  BufferRef positions;   // [tokens] int32, as in the forward
-  BufferRef dout;        // [tokens, d] gradient of out
-  BufferRef dtable;      // [vocab, d] accumulated: dtable += ...
-  BufferRef dpos_table;  // [max_len, d] accumulated, learned positions only; invalid = none
+  DType dout_dtype = DType::f32;  // storage of dout: f32 or f16 (the forward's dtype)
+  BufferRef tokens;               // [tokens] int32, as in the forward
+  BufferRef positions;            // [tokens] int32, as in the forward
+  BufferRef dout;                 // [tokens, d] of dout_dtype, gradient of out
+  BufferRef dtable;               // [vocab, d] f32, accumulated: dtable += ...
+  BufferRef dpos_table;  // [max_len, d] f32, accumulated, learned positions only; invalid = none
   BufferRef scratch;     // embedding_backward_scratch_bytes(...) bytes
   BufferRef step;        // as in the forward
   uint32_t tokens_count = 0;

@@ -33,13 +33,15 @@ void cross_entropy(Device& dev, Recorder& rec, const CrossEntropyArgs& a) {
   if (elems > 0xffffffffull) throw Error(op + ": more than 2^32 logits");
   if (!(a.label_smoothing >= 0.0f && a.label_smoothing < 1.0f))
     throw Error(op + ": label smoothing " + std::to_string(a.label_smoothing) + " outside [0, 1)");
-  need_bytes(a.logits, elems * 4, op + " logits");
+  check_storage_dtype(dev, a.dtype, op);
+  const uint64_t bytes = elems * dtype_bytes(a.dtype);
+  need_bytes(a.logits, bytes, op + " logits");
   need_bytes(a.targets, uint64_t{a.rows} * 4, op + " targets");
   need_bytes(a.row_loss, uint64_t{a.rows} * 4, op + " row_loss");
   need_bytes(a.row_logp, uint64_t{a.rows} * 4, op + " row_logp");
   bool grad = a.dlogits.valid();
   if (grad) {
-    need_bytes(a.dlogits, elems * 4, op + " dlogits");
+    need_bytes(a.dlogits, bytes, op + " dlogits");
     need_bytes(a.step, sizeof(StepScalars), op + " step scalars");
     if (a.dlogits.overlaps(a.logits) &&
         (a.dlogits.buffer != a.logits.buffer || a.dlogits.offset != a.logits.offset))
@@ -49,6 +51,7 @@ void cross_entropy(Device& dev, Recorder& rec, const CrossEntropyArgs& a) {
   bool sg = resolve_subgroup(dev, a.config.subgroup, "cross_entropy");
   std::string name = grad ? "cross_entropy" : "cross_entropy_nograd";
   if (sg) name += "_sg";
+  name = kernel_for_dtype(name, a.dtype);
   struct {
     uint32_t rows, vocab;
     int32_t pad_id;
@@ -91,8 +94,9 @@ void log_softmax(Device& dev, Recorder& rec, const LogSoftmaxArgs& a) {
   if (a.rows == 0 || a.cols == 0) throw Error(op + ": empty input");
   uint64_t elems = uint64_t{a.rows} * a.cols;
   if (elems > 0xffffffffull) throw Error(op + ": more than 2^32 elements");
-  need_bytes(a.x, elems * 4, op + " x");
-  need_bytes(a.y, elems * 4, op + " y");
+  check_storage_dtype(dev, a.dtype, op);
+  need_bytes(a.x, elems * dtype_bytes(a.dtype), op + " x");
+  need_bytes(a.y, elems * dtype_bytes(a.dtype), op + " y");
   bool in_place = a.y.overlaps(a.x);
   if (in_place && (a.y.buffer != a.x.buffer || a.y.offset != a.x.offset))
     throw Error(op + ": y overlaps x without being the same range");
@@ -101,7 +105,8 @@ void log_softmax(Device& dev, Recorder& rec, const LogSoftmaxArgs& a) {
   struct {
     uint32_t rows, cols;
   } push{a.rows, a.cols};
-  const Kernel& k = dev.kernel({sg ? "log_softmax_sg" : "log_softmax", 2, sizeof push, {wg}});
+  const Kernel& k = dev.kernel(
+      {kernel_for_dtype(sg ? "log_softmax_sg" : "log_softmax", a.dtype), 2, sizeof push, {wg}});
   rec.dispatch(k, {in_place ? inout(a.x) : in(a.x), out(a.y)}, push, row_groups(a.rows));
 }
 

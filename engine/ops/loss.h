@@ -2,6 +2,8 @@
 // Label-smoothed cross-entropy over the vocabulary (loss, log p(target), gradient w.r.t. the
 // logits in one kernel), its deterministic totals, and the plain log-softmax for decoding.
 // Kernels: shaders/cross_entropy.comp, cross_entropy_total.comp, log_softmax.comp.
+// With dtype f16 the [rows, vocab] tensors (logits, dlogits; log-softmax x, y) are stored as fp16
+// (devices with 16-bit storage); the per-row outputs and all arithmetic stay fp32.
 #include <cstdint>
 
 #include "engine/device.h"
@@ -16,12 +18,13 @@ namespace vkf::ops {
 // Rows whose target is pad_id (or outside [0, vocab)) give 0, 0 and a zero gradient row.
 // For `vkf score` run it with label_smoothing 0 and no dlogits and sum row_logp per sentence.
 struct CrossEntropyArgs {
-  BufferRef logits;    // [rows, vocab] f32
-  BufferRef targets;   // [rows] i32
-  BufferRef step;      // StepScalars (grad_scale); may be omitted without dlogits
-  BufferRef row_loss;  // [rows] f32 out
-  BufferRef row_logp;  // [rows] f32 out
-  BufferRef dlogits;   // [rows, vocab] f32 out; may be `logits` (in place); invalid = no gradient
+  DType dtype = DType::f32;  // storage of logits and dlogits: f32 or f16
+  BufferRef logits;          // [rows, vocab] of dtype
+  BufferRef targets;         // [rows] i32
+  BufferRef step;            // StepScalars (grad_scale); may be omitted without dlogits
+  BufferRef row_loss;        // [rows] f32 out
+  BufferRef row_logp;        // [rows] f32 out
+  BufferRef dlogits;  // [rows, vocab] of dtype, out; may be `logits` (in place); invalid = none
   uint32_t rows = 0;
   uint32_t vocab = 0;
   int32_t pad_id = 0;
@@ -52,8 +55,9 @@ void cross_entropy_total(Device& dev, Recorder& rec, const CrossEntropyTotalArgs
 
 // y[r, :] = log_softmax(x[r, :]); y may be x (in place).
 struct LogSoftmaxArgs {
-  BufferRef x;  // [rows, cols] f32
-  BufferRef y;  // [rows, cols] f32
+  DType dtype = DType::f32;  // storage of x and y: f32 or f16
+  BufferRef x;               // [rows, cols] of dtype
+  BufferRef y;               // [rows, cols] of dtype
   uint32_t rows = 0;
   uint32_t cols = 0;
   RowKernelConfig config;

@@ -85,9 +85,11 @@ void run(Device& dev, Recorder& rec, const TopKArgs& a, const std::string& op) {
     struct {
       uint32_t rows, n, chunks;
     } push{a.rows, a.n, chunks};
-    const Kernel& km = dev.kernel({"topk_thread_max", 2, sizeof push, {wg, c.per_thread}});
+    const Kernel& km = dev.kernel(
+        {kernel_for_dtype("topk_thread_max", a.dtype), 2, sizeof push, {wg, c.per_thread}});
     rec.dispatch(km, {in(a.values), out(maxima)}, push, grid(chunks, a.rows));
     TopKArgs t = a;
+    t.dtype = DType::f32;  // the maxima are fp32
     t.values = maxima;
     t.n = l.maxima;
     t.out_values = a.scratch.slice(l.thr_at, l.thr_bytes);
@@ -98,7 +100,10 @@ void run(Device& dev, Recorder& rec, const TopKArgs& a, const std::string& op) {
     thr_val = t.out_values;
   }
 
-  const Kernel& k = dev.kernel({"topk", 5, 6 * 4, {wg, c.per_thread}});
+  // Only the first pass reads the input values; later passes merge fp32 candidates.
+  const Kernel& first =
+      dev.kernel({kernel_for_dtype("topk", a.dtype), 5, 6 * 4, {wg, c.per_thread}});
+  const Kernel& merge = dev.kernel({"topk", 5, 6 * 4, {wg, c.per_thread}});
   BufferRef in_val = a.values, in_idx = a.values;  // the first pass reads no indices
   for (size_t level = 0; level < l.sizes.size(); ++level) {
     uint32_t n = l.sizes[level];
@@ -111,7 +116,8 @@ void run(Device& dev, Recorder& rec, const TopKArgs& a, const std::string& op) {
     struct {
       uint32_t rows, n, k, chunks, has_idx, use_threshold;
     } push{a.rows, n, a.k, chunks, level > 0 ? 1u : 0u, use_threshold};
-    rec.dispatch(k, {in(in_val), in(in_idx), out(ov), out(oi), in(thr_val)}, push,
+    rec.dispatch(level == 0 ? first : merge,
+                 {in(in_val), in(in_idx), out(ov), out(oi), in(thr_val)}, push,
                  grid(chunks, a.rows));
     in_val = ov;
     in_idx = oi;
@@ -139,7 +145,9 @@ void topk(Device& dev, Recorder& rec, const TopKArgs& a) {
     throw Error(op + ": k must be in 1..n and at most half the chunk of " + std::to_string(chunk));
   uint64_t in_elems = uint64_t{a.rows} * a.n;
   if (in_elems > 0xffffffffull) throw Error(op + ": more than 2^32 entries");
-  if (a.values.size < in_elems * 4) throw Error(op + ": values buffer too small");
+  check_storage_dtype(dev, a.dtype, op);
+  if (a.values.size < in_elems * dtype_bytes(a.dtype))
+    throw Error(op + ": values buffer too small");
   if (a.out_values.size < uint64_t{a.rows} * a.k * 4 ||
       a.out_indices.size < uint64_t{a.rows} * a.k * 4)
     throw Error(op + ": output buffers smaller than [rows, k]");

@@ -3,10 +3,13 @@
 // [rows, n] and their indices, best first, ties broken by the lower index. Each chunk of
 // WG * E entries keeps its k best (k rounds of a workgroup argmax); the candidates are merged
 // the same way until one chunk is left. Kernels: shaders/topk.comp, topk_thread_max.comp.
+// With dtype f16 the input values are fp16 (devices with 16-bit storage); the outputs, the
+// intermediate candidates and the comparisons stay fp32, which hold every fp16 value exactly.
 #include <cstdint>
 
 #include "engine/device.h"
 #include "engine/recorder.h"
+#include "engine/tensor.h"
 
 namespace vkf::ops {
 
@@ -22,10 +25,11 @@ struct TopKConfig {
 };
 
 struct TopKArgs {
-  BufferRef values;       // [rows, n] f32
-  BufferRef out_values;   // [rows, k] f32
-  BufferRef out_indices;  // [rows, k] u32, column indices into values
-  BufferRef scratch;      // topk_scratch_bytes(...) bytes (unused when n fits one chunk)
+  DType dtype = DType::f32;  // storage of values: f32 or f16
+  BufferRef values;          // [rows, n] of dtype
+  BufferRef out_values;      // [rows, k] f32
+  BufferRef out_indices;     // [rows, k] u32, column indices into values
+  BufferRef scratch;         // topk_scratch_bytes(...) bytes (unused when n fits one chunk)
   uint32_t rows = 0;
   uint32_t n = 0;
   uint32_t k = 0;  // 1..n, and 2 * k <= chunk

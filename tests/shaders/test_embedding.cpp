@@ -1,5 +1,6 @@
 // Embedding forward (sinusoid or learned positions, batch layout or explicit positions, padding,
-// dropout) and its deterministic scatter-add backward against the double reference.
+// dropout) and its deterministic scatter-add backward against the double reference, with the
+// activations (out, dout) in f32 and in f16 storage.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -8,6 +9,7 @@
 #include "engine/step_scalars.h"
 #include "tests/reference/embedding.h"
 #include "tests/reference/layer_norm.h"
+#include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -18,7 +20,9 @@ struct Case {
   ref::EmbeddingShape shape;
   bool learned = false;
   float p = 0.0f;
-  uint32_t distinct = 0;  // token ids drawn from [0, distinct) (repeats when small); 0 = vocab
+  uint32_t distinct = 0;     // token ids drawn from [0, distinct) (repeats when small); 0 = vocab
+  DType dtype = DType::f32;  // storage of out and dout
+  bool bad_ids = false;      // some ids outside [0, vocab): ignored like padding
 };
 
 template <typename T>
@@ -50,12 +54,13 @@ Data make_data(const Case& c, uint32_t seed) {
   for (uint32_t t = 0; t < s.tokens; ++t) {
     int32_t id = int32_t(rng() % distinct);
     if (rng() % 5 == 0 && s.pad_id >= 0) id = s.pad_id;
+    if (c.bad_ids && t % 7 == 3) id = t % 2 ? int32_t(s.vocab + t) : -2;
     d.tokens.push_back(id);
     d.positions.push_back(int32_t(rng() % (s.max_len ? s.max_len : 300)));
   }
   d.table = test::random_floats(size_t{s.vocab} * s.d, seed + 1);
   if (c.learned) d.pos_table = test::random_floats(size_t{s.max_len} * s.d, seed + 2);
-  d.dout = test::random_floats(size_t{s.tokens} * s.d, seed + 3);
+  d.dout = test::stored(test::random_floats(size_t{s.tokens} * s.d, seed + 3), c.dtype);
   d.dtable0 = test::random_floats(size_t{s.vocab} * s.d, seed + 4);
   if (c.learned) d.dpos0 = test::random_floats(size_t{s.max_len} * s.d, seed + 5);
   return d;
@@ -72,8 +77,8 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4) {
   Buffer tokens = upload(dev, data.tokens, "tokens"), pos = upload(dev, data.positions, "pos");
   Buffer table = upload(dev, data.table, "table");
   Buffer pos_table = c.learned ? upload(dev, data.pos_table, "pos_table") : Buffer{};
-  Buffer out = upload(dev, std::vector<float>(n, test::k_poison), "out");
-  Buffer dout = upload(dev, data.dout, "dout");
+  Buffer out = test::upload_as(dev, std::vector<float>(n, test::poison(c.dtype)), c.dtype, "out");
+  Buffer dout = test::upload_as(dev, data.dout, c.dtype, "dout");
   Buffer dtable = upload(dev, data.dtable0, "dtable");
   Buffer dpos = c.learned ? upload(dev, data.dpos0, "dpos") : Buffer{};
   Buffer scratch =
@@ -83,6 +88,7 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4) {
 
   Recorder rec(dev);
   ops::EmbeddingForwardArgs f;
+  f.dtype = c.dtype;
   f.tokens = tokens;
   f.positions = pos;
   f.table = table;
@@ -101,6 +107,7 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4) {
   ops::embedding_forward(dev, rec, f);
 
   ops::EmbeddingBackwardArgs b;
+  b.dout_dtype = c.dtype;
   b.tokens = tokens;
   b.positions = pos;
   b.dout = dout;
@@ -121,7 +128,7 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4) {
   rec.finish().run();
 
   Got g;
-  g.out = dev.download<float>(out, n);
+  g.out = test::download_as(dev, out, n, c.dtype);
   g.dtable = dev.download<float>(dtable, size_t{s.vocab} * s.d);
   if (c.learned) g.dpos = dev.download<float>(dpos, size_t{s.max_len} * s.d);
   return g;
@@ -130,7 +137,8 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4) {
 void check_case(const Case& c, uint32_t seed) {
   const auto& s = c.shape;
   INFO("tokens " << s.tokens << " d " << s.d << " vocab " << s.vocab << " len " << s.len
-                 << " learned " << c.learned << " p " << c.p << " distinct " << c.distinct);
+                 << " learned " << c.learned << " p " << c.p << " distinct " << c.distinct << " "
+                 << dtype_name(c.dtype) << (c.bad_ids ? " bad ids" : ""));
   Data data = make_data(c, seed);
   const uint32_t n = s.tokens * s.d;
   auto mask = ref::dropout_mask(n, c.p, 17, 4, 3);
@@ -143,10 +151,15 @@ void check_case(const Case& c, uint32_t seed) {
                           want_dtable, c.learned ? &want_dpos : nullptr);
   Got got = run_gpu(c, data);
   // sin/cos of fp32 angles up to ~300 rad: absolute error ~ angle * 2^-24 plus the driver's sin.
-  CHECK(test::tolerance_ratio(got.out, want, 1e-4, 1e-5) <= 1.0);
-  for (uint32_t t = 0; t < s.tokens; ++t)
-    if (data.tokens[t] == s.pad_id)
+  // f16 storage rounds out once more (2^-11 relative; 2^-25 absolute below the normal range).
+  // dtable sums the dout the kernel reads (rounded in f16, as the reference's), so its tolerance
+  // does not depend on the dtype.
+  CHECK(test::tolerance_ratio(got.out, want, 1e-4, c.dtype == DType::f16 ? 1e-3 : 1e-5) <= 1.0);
+  for (uint32_t t = 0; t < s.tokens; ++t) {
+    const int32_t id = data.tokens[t];
+    if (id == s.pad_id || id < 0 || uint32_t(id) >= s.vocab)
       for (uint32_t k = 0; k < s.d; ++k) REQUIRE(got.out[size_t{t} * s.d + k] == 0.0f);
+  }
   CHECK(test::tolerance_ratio(got.dtable, want_dtable, 1e-5, 1e-5) <= 1.0);
   if (c.learned) CHECK(test::tolerance_ratio(got.dpos, want_dpos, 1e-5, 1e-5) <= 1.0);
 }
@@ -174,6 +187,50 @@ VKF_TEST_CASE("embedding forward and backward match the reference", "[shaders][e
       uint32_t max_len = learned ? (len ? len : 64) : 0;
       check_case({shape(tokens, d, vocab, len, max_len, 1), learned, p, 0}, tokens + d + learned);
     }
+}
+
+VKF_TEST_CASE("embedding with f16 storage matches the reference", "[shaders][embedding][f16]") {
+  if (!test::has_storage16()) return;
+  // One token; widths that 4 (the forward's elements an invocation) and 128 (the backward's
+  // columns a workgroup) do not divide; padding, ids outside the vocabulary, repeated tokens.
+  auto [tokens, d, vocab, len] =
+      GENERATE(table<uint32_t, uint32_t, uint32_t, uint32_t>({{1, 1, 5, 1},
+                                                              {1, 300, 7, 0},
+                                                              {15, 7, 50, 5},
+                                                              {33, 64, 200, 11},
+                                                              {40, 100, 30, 0},
+                                                              {7, 513, 10, 7}}));
+  for (bool learned : {false, true})
+    for (float p : {0.0f, 0.2f}) {
+      uint32_t max_len = learned ? (len ? len : 64) : 0;
+      Case c{shape(tokens, d, vocab, len, max_len, 1), learned, p, 0, DType::f16};
+      check_case(c, tokens + d + learned);
+      c.bad_ids = true;
+      check_case(c, tokens + d + learned + 1);
+    }
+  check_case({shape(600, 16, 40, 30, 0, 0), false, 0.1f, 4, DType::f16}, 1);
+  check_case({shape(257, 9, 20, 0, 300, 2), true, 0.3f, 6, DType::f16}, 3);
+}
+
+// The f16 kernels do the f32 kernels' arithmetic on the values they load: on the same inputs
+// (dout rounded to f16), out is the f32 kernel's rounded to f16 (within one f16 ulp: 2^-10
+// relative, or 2^-24 below the normal range) and the table gradients agree to fp32 rounding.
+// This stands for the finite-difference check of the f16 backward, which the f32 kernel passes.
+VKF_TEST_CASE("embedding with f16 storage agrees with f32 on the same inputs",
+              "[shaders][embedding][f16]") {
+  if (!test::has_storage16()) return;
+  for (bool learned : {false, true}) {
+    INFO("learned " << learned);
+    Case half{shape(257, 37, 20, 0, 300, 2), learned, 0.3f, 6, DType::f16, true};
+    if (!learned) half.shape.max_len = 0;
+    Case full = half;
+    full.dtype = DType::f32;
+    Data data = make_data(half, 8);  // dout rounded to f16, for both
+    Got h = run_gpu(half, data), f = run_gpu(full, data);
+    CHECK(test::tolerance_ratio(h.out, ref::to_double(f.out), 6e-8, 1e-3) <= 1.0);
+    CHECK(test::tolerance_ratio(h.dtable, ref::to_double(f.dtable), 1e-7, 1e-6) <= 1.0);
+    if (learned) CHECK(test::tolerance_ratio(h.dpos, ref::to_double(f.dpos), 1e-7, 1e-6) <= 1.0);
+  }
 }
 
 VKF_TEST_CASE("embedding backward accumulates repeated tokens", "[shaders][embedding]") {
@@ -246,9 +303,51 @@ VKF_TEST_CASE("embedding rejects bad buffers", "[shaders][embedding]") {
   bw.vocab = 16;
   bw.len = 8;
   REQUIRE_THROWS_WITH(ops::embedding_backward(dev, rec, bw), Catch::Contains("scratch"));
+  // f16 activations are sized in halves: [8, 16] fits in 64 floats, [8, 17] does not.
+  f.vocab = 2;
+  f.d = 16;
+  f.dtype = DType::i32;
+  REQUIRE_THROWS_WITH(ops::embedding_forward(dev, rec, f), Catch::Contains("not supported"));
+  if (dev.info().storage16) {
+    f.dtype = DType::f16;
+    CHECK_NOTHROW(ops::embedding_forward(dev, rec, f));
+    f.d = 17;
+    REQUIRE_THROWS_WITH(ops::embedding_forward(dev, rec, f), Catch::Contains("needs 136 f16"));
+    bw.vocab = 1;
+    bw.d = 17;
+    bw.dout_dtype = DType::f16;
+    REQUIRE_THROWS_WITH(ops::embedding_backward(dev, rec, bw), Catch::Contains("needs 136 f16"));
+  }
+}
+
+VKF_TEST_CASE("embedding refuses f16 on a device without 16-bit storage",
+              "[shaders][embedding][f16]") {
+  test::BareDevice bare;
+  Device& dev = bare.get();
+  REQUIRE_FALSE(dev.info().storage16);
+  Buffer b = dev.allocate(64 * 4, "b");
+  Recorder rec(dev);
+  ops::EmbeddingForwardArgs f;
+  f.dtype = DType::f16;
+  f.tokens = f.table = f.out = b;
+  f.tokens_count = 8;
+  f.d = 4;
+  f.vocab = 4;
+  f.len = 8;
+  REQUIRE_THROWS_WITH(ops::embedding_forward(dev, rec, f), Catch::Contains("16-bit storage"));
+  ops::EmbeddingBackwardArgs bw;
+  bw.dout_dtype = DType::f16;
+  bw.tokens = bw.dout = bw.dtable = bw.scratch = b;
+  bw.tokens_count = 8;
+  bw.d = 4;
+  bw.vocab = 4;
+  bw.len = 8;
+  REQUIRE_THROWS_WITH(ops::embedding_backward(dev, rec, bw), Catch::Contains("16-bit storage"));
 }
 
 VKF_TEST_CASE("embedding over more than 65535 tokens", "[shaders][embedding]") {
   // One accumulation workgroup per sorted slot: 70000 groups fold over the grid's y dimension.
   check_case({shape(70000, 2, 5000, 100, 0, 0), false, 0.1f, 0}, 5);
+  if (test::device().info().storage16)
+    check_case({shape(70000, 2, 5000, 100, 0, 0), false, 0.1f, 0, DType::f16}, 6);
 }

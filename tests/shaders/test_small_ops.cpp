@@ -1,6 +1,7 @@
 // scale, copy, casts, reductions and top-k against plain double/STL references (small enough to
 // live here). Tolerances: scale and copy exact or 1 ulp; reductions rtol 1e-5 of the absolute sum;
-// f32 -> f16 within half an f16 ulp (2^-11 relative, normal range); top-k exact.
+// f32 -> f16 within half an f16 ulp (2^-11 relative, normal range); top-k exact (in f16 storage
+// too: the reference sorts the f16-rounded values, which widen to fp32 exactly).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "engine/ops/elementwise.h"
 #include "engine/ops/topk.h"
+#include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -180,55 +182,100 @@ void topk_reference(const std::vector<float>& x, uint32_t rows, uint32_t n, uint
   }
 }
 
-}  // namespace
+// Every shape of chunk, with and without the pruning pre-pass.
+const ops::TopKConfig k_topk_configs[] = {{32, 4, true},   {32, 4, false}, {64, 32, true},
+                                          {64, 32, false}, {256, 8, true}, {1024, 3, true}};
 
-VKF_TEST_CASE("topk matches partial_sort, ties to the lower index", "[shaders][small_ops][topk]") {
+struct TopKCase {
+  uint32_t rows, n, k;
+  bool masked = false;   // all but a few entries -inf: fewer than k finite values
+  bool rounded = false;  // random values rounded to f16 (ties where f16 merges fp32 values)
+};
+
+// Quantised values make many ties; a few -inf entries (masked tokens) too. Every value is exact
+// in f16 (multiples of 1/8 below 2^11, and -inf), or rounded to f16.
+std::vector<float> topk_input(const TopKCase& c) {
+  std::mt19937 rng(c.n + c.k);
+  std::vector<float> x(size_t{c.rows} * c.n);
+  if (c.rounded) return test::stored(test::random_floats(x.size(), c.n, -1.0f, 1.0f), DType::f16);
+  for (auto& v : x) v = float(int(rng() % 200) - 150) * 0.125f;
+  for (size_t i = 0; i < x.size(); i += c.masked ? 1 : 7)
+    if (!c.masked || i % 1700 != 5) x[i] = -std::numeric_limits<float>::infinity();
+  return x;
+}
+
+struct TopKResult {
+  std::vector<float> values;
+  std::vector<uint32_t> indices;
+};
+
+// topk of x stored as t, on freshly poisoned outputs.
+TopKResult run_topk(const std::vector<float>& x, const TopKCase& c, const ops::TopKConfig& cfg,
+                    DType t) {
   Device& dev = test::device();
-  // Every shape of chunk, with and without the pruning pre-pass.
-  const ops::TopKConfig configs[] = {{32, 4, true},   {32, 4, false}, {64, 32, true},
-                                     {64, 32, false}, {256, 8, true}, {1024, 3, true}};
-  struct Case {
-    uint32_t rows, n, k;
-    bool masked;  // all but a few entries -inf: fewer than k finite values
-  };
-  for (Case c : {Case{1, 1, 1}, Case{3, 5, 5}, Case{4, 37, 8}, Case{2, 1000, 64},
-                 Case{2, 37003, 64}, Case{5, 37003, 4}, Case{3, 5000, 8, true}}) {
-    // Quantised values make many ties; a few -inf entries (masked tokens) too.
-    std::mt19937 rng(c.n + c.k);
-    std::vector<float> x(size_t{c.rows} * c.n);
-    for (auto& v : x) v = float(int(rng() % 200) - 150) * 0.125f;
-    for (size_t i = 0; i < x.size(); i += c.masked ? 1 : 7)
-      if (!c.masked || i % 1700 != 5) x[i] = -std::numeric_limits<float>::infinity();
+  Buffer bx = test::upload_as(dev, x, t, "x");
+  Buffer bv = dev.allocate(c.rows * c.k * 4, "values"), bi = dev.allocate(c.rows * c.k * 4, "idx");
+  uint64_t scratch_bytes = std::max<uint64_t>(16, ops::topk_scratch_bytes(c.rows, c.n, c.k, cfg));
+  Buffer scratch = dev.allocate(scratch_bytes, "scratch");
+  dev.upload(bv, std::vector<float>(c.rows * c.k, test::k_poison));
+  dev.upload(bi, std::vector<uint32_t>(c.rows * c.k, 0xdeadbeef));
+  Recorder rec(dev);
+  ops::topk(dev, rec,
+            {.dtype = t,
+             .values = bx,
+             .out_values = bv,
+             .out_indices = bi,
+             .scratch = scratch,
+             .rows = c.rows,
+             .n = c.n,
+             .k = c.k,
+             .config = cfg});
+  rec.finish().run();
+  return {dev.download<float>(bv, c.rows * c.k), dev.download<uint32_t>(bi, c.rows * c.k)};
+}
+
+void check_topk(DType t) {
+  for (TopKCase c : {TopKCase{1, 1, 1}, TopKCase{3, 5, 5}, TopKCase{4, 37, 8},
+                     TopKCase{2, 1000, 64}, TopKCase{2, 37003, 64}, TopKCase{5, 37003, 4},
+                     TopKCase{3, 5000, 8, true}, TopKCase{1, 3001, 10, false, true}}) {
+    std::vector<float> x = topk_input(c);
     std::vector<float> want_v;
     std::vector<uint32_t> want_i;
     topk_reference(x, c.rows, c.n, c.k, want_v, want_i);
-    for (const auto& cfg : configs) {
+    for (const auto& cfg : k_topk_configs) {
       if (2 * c.k > cfg.workgroup_size * cfg.per_thread) continue;
       INFO("[" << c.rows << ", " << c.n << "] k " << c.k << " wg " << cfg.workgroup_size << " x "
-               << cfg.per_thread << (cfg.prune ? " pruned" : ""));
-      Buffer bx = dev.allocate(x.size() * 4, "x");
-      Buffer bv = dev.allocate(c.rows * c.k * 4, "values"),
-             bi = dev.allocate(c.rows * c.k * 4, "idx");
-      uint64_t scratch_bytes =
-          std::max<uint64_t>(16, ops::topk_scratch_bytes(c.rows, c.n, c.k, cfg));
-      Buffer scratch = dev.allocate(scratch_bytes, "scratch");
-      dev.upload(bx, x);
-      dev.upload(bv, std::vector<float>(c.rows * c.k, test::k_poison));
-      dev.upload(bi, std::vector<uint32_t>(c.rows * c.k, 0xdeadbeef));
-      Recorder rec(dev);
-      ops::topk(dev, rec,
-                {.values = bx,
-                 .out_values = bv,
-                 .out_indices = bi,
-                 .scratch = scratch,
-                 .rows = c.rows,
-                 .n = c.n,
-                 .k = c.k,
-                 .config = cfg});
-      rec.finish().run();
-      CHECK(dev.download<float>(bv, c.rows * c.k) == want_v);
-      CHECK(dev.download<uint32_t>(bi, c.rows * c.k) == want_i);
+               << cfg.per_thread << (cfg.prune ? " pruned " : " ") << dtype_name(t));
+      TopKResult got = run_topk(x, c, cfg, t);
+      CHECK(got.values == want_v);
+      CHECK(got.indices == want_i);
     }
+  }
+}
+
+}  // namespace
+
+VKF_TEST_CASE("topk matches partial_sort, ties to the lower index", "[shaders][small_ops][topk]") {
+  check_topk(DType::f32);
+}
+
+VKF_TEST_CASE("topk of f16 values matches partial_sort, ties to the lower index",
+              "[shaders][small_ops][topk][f16]") {
+  if (test::has_storage16()) check_topk(DType::f16);
+}
+
+// Selection is exact, so "agrees" is equality: on the same f16-rounded values, the f16 and f32
+// kernels pick the same entries in the same order.
+VKF_TEST_CASE("topk of f16 values agrees with f32 on the same inputs",
+              "[shaders][small_ops][topk][f16]") {
+  if (!test::has_storage16()) return;
+  const TopKCase c{3, 20000, 16, false, true};
+  std::vector<float> x = topk_input(c);
+  for (const auto& cfg : k_topk_configs) {
+    INFO("wg " << cfg.workgroup_size << " x " << cfg.per_thread << (cfg.prune ? " pruned" : ""));
+    TopKResult half = run_topk(x, c, cfg, DType::f16), full = run_topk(x, c, cfg, DType::f32);
+    CHECK(half.values == full.values);
+    CHECK(half.indices == full.indices);
   }
 }
 
@@ -241,4 +288,30 @@ VKF_TEST_CASE("topk checks its arguments", "[shaders][small_ops][topk]") {
   a.k = 3;
   a.n = 100000;
   REQUIRE_THROWS_WITH(ops::topk(dev, rec, a), Catch::Contains("values buffer"));
+  a.n = 2048;  // one chunk: no scratch
+  a.dtype = DType::i32;
+  REQUIRE_THROWS_WITH(ops::topk(dev, rec, a), Catch::Contains("not supported"));
+  if (dev.info().storage16) {  // f16 values are sized in halves: 2048 fit in 4096 bytes
+    a.dtype = DType::f16;
+    CHECK_NOTHROW(ops::topk(dev, rec, a));
+    a.n = 2049;  // sizes are checked before the scratch
+    REQUIRE_THROWS_WITH(ops::topk(dev, rec, a), Catch::Contains("values buffer"));
+  }
+}
+
+VKF_TEST_CASE("topk refuses f16 on a device without 16-bit storage",
+              "[shaders][small_ops][topk][f16]") {
+  test::BareDevice bare;
+  Device& dev = bare.get();
+  REQUIRE_FALSE(dev.info().storage16);
+  Buffer b = dev.allocate(4096, "b");
+  Recorder rec(dev);
+  ops::TopKArgs a{.dtype = DType::f16,
+                  .values = b,
+                  .out_values = b,
+                  .out_indices = b,
+                  .rows = 1,
+                  .n = 10,
+                  .k = 3};
+  REQUIRE_THROWS_WITH(ops::topk(dev, rec, a), Catch::Contains("16-bit storage"));
 }
