@@ -364,6 +364,7 @@ std::array<double, 3> Run::run_micro_batch(const Batch& b, uint64_t step, int mi
     Clock::time_point submitted;
   };
   std::vector<Pending> pending;
+  last_backward_done_ = Clock::now();  // stays so when no replica here has rows this step
   for (size_t i = 0; i < replicas_.size(); ++i) {
     Replica& r = replicas_[i];
     const int n = rows[size_t(r.global_index)];
