@@ -129,12 +129,14 @@ void main() {
   uint b0 = scratch[offsets_at(k)];
   if (j != b0) return;  // only the first slot of each bucket works
   uint b1 = b0 + scratch[counts_at(k)];
+  // The forward's mask: elements counted from this batch's place in the step's whole batch.
+  uint first = pc.p > 0.0 && pc.len > 0u ? st.dropout_row * pc.len * pc.d : 0u;
   for (uint c = gl_LocalInvocationID.x; c < pc.d; c += gl_WorkGroupSize.x) {
     float acc = 0.0;
     for (uint b = b0; b < b1; ++b) {
       uint i = scratch[sorted_at(b)] * pc.d + c;
       float g = float(dout[i]);
-      if (pc.p > 0.0) g *= dropout_scale(pc.p, st.seed, st.step, pc.tensor_id, i);
+      if (pc.p > 0.0) g *= dropout_scale(pc.p, st.seed, st.step, pc.tensor_id, i + first);
       acc += g;
     }
     dw[k * pc.d + c] += acc * pc.scale;

@@ -52,9 +52,13 @@ void main() {
   uint block = global_index_1d();
   uint n = pc.tokens * pc.d;
   if (block * 4u >= n) return;
-  // The step buffer is bound only when dropout is on.
-  vec4 mask =
-      pc.p > 0.0 ? dropout_block_scales(pc.p, st.seed, st.step, pc.tensor_id, block) : vec4(1.0);
+  // The step buffer is bound only when dropout is on. A [batch, len] batch that is a share of
+  // the step's whole batch draws the mask of its place there (StepScalars.dropout_row).
+  vec4 mask = vec4(1.0);
+  if (pc.p > 0.0) {
+    uint first = pc.len > 0u ? st.dropout_row * pc.len * pc.d : 0u;
+    mask = dropout_run_scales(pc.p, st.seed, st.step, pc.tensor_id, block * 4u + first);
+  }
   for (uint k = 0u; k < 4u; ++k) {
     uint i = block * 4u + k;
     if (i >= n) break;

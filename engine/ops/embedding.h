@@ -26,7 +26,9 @@ struct EmbeddingForwardArgs {
   uint32_t tokens_count = 0;
   uint32_t d = 0;
   uint32_t vocab = 0;
-  uint32_t len = 0;      // > 0: tokens are [batch, len], pos = t % len; 0: use positions
+  // > 0: tokens are [batch, len], pos = t % len, and the dropout mask is that of the batch's
+  // place in the step's whole batch (StepScalars::dropout_row); 0: use positions.
+  uint32_t len = 0;
   uint32_t max_len = 0;  // rows of pos_table (learned positions only)
   int32_t pad_id = -1;   // this id gives a zero row; -1 = none
   float scale = 1.0f;    // sqrt(d_model) in the paper

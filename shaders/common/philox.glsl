@@ -57,4 +57,18 @@ vec4 dropout_block_scales(float p, uint seed, uint step, uint tensor, uint block
               dropout_word_scale(r.w, p));
 }
 
+// dropout_scale() of the four consecutive elements e0 .. e0 + 3, from one generator call when e0
+// starts a block and two otherwise (a run that starts mid-block, e.g. a share of a batch whose
+// first element is not a multiple of four). Test p before calling, as for dropout_block_scales().
+vec4 dropout_run_scales(float p, uint seed, uint step, uint tensor, uint e0) {
+  if (p <= 0.0) return vec4(1.0);
+  uint off = e0 & 3u;
+  if (off == 0u) return dropout_block_scales(p, seed, step, tensor, e0 >> 2);
+  uvec4 lo = philox_block(seed, step, tensor, e0 >> 2);
+  uvec4 hi = philox_block(seed, step, tensor, (e0 >> 2) + 1u);
+  uvec4 w = off == 1u ? uvec4(lo.yzw, hi.x) : off == 2u ? uvec4(lo.zw, hi.xy) : uvec4(lo.w, hi.xyz);
+  return vec4(dropout_word_scale(w.x, p), dropout_word_scale(w.y, p), dropout_word_scale(w.z, p),
+              dropout_word_scale(w.w, p));
+}
+
 #endif

@@ -1,5 +1,6 @@
 // Data-parallel training over several logical devices on one physical device (how it is tested
-// without GPUs): the same result as one device with the whole batch, replicas kept identical,
+// without GPUs): the same result as one device with the whole batch (dropout on: each replica
+// draws the masks of its rows' place in the whole batch), replicas kept identical,
 // a lost device stops cleanly, and a run resumes with another number of devices.
 #include <cmath>
 #include <filesystem>
@@ -24,7 +25,9 @@ TrainerOptions run_options(const fs::path& out) {
   o.config.heads = 2;
   o.config.encoder_layers = o.config.decoder_layers = 1;
   o.config.max_len = 64;
-  o.config.dropout = 0.0f;  // masks are keyed by position in each replica's share
+  // Dropout on: each replica draws the masks of its rows' place in the whole batch.
+  o.config.dropout = 0.1f;
+  o.config.attention_dropout = 0.1f;
   o.train =
       CorpusFiles::two_files(test::small_corpus().src.string(), test::small_corpus().tgt.string());
   o.vocab = test::small_corpus().vocab.string();

@@ -32,11 +32,12 @@ Buffer upload(Device& dev, const std::vector<T>& v, const char* what) {
   return b;
 }
 
-Buffer step_buffer(Device& dev, uint32_t seed, uint32_t step) {
+Buffer step_buffer(Device& dev, uint32_t seed, uint32_t step, uint32_t dropout_row = 0) {
   Buffer b = dev.allocate(sizeof(StepScalars), "step scalars", MemoryKind::host);
   StepScalars st;
   st.seed = seed;
   st.step = step;
+  st.dropout_row = dropout_row;
   std::memcpy(b.mapped(), &st, sizeof st);
   return b;
 }
@@ -70,7 +71,8 @@ struct Got {
   std::vector<float> out, dtable, dpos;
 };
 
-Got run_gpu(const Case& c, const Data& data, uint32_t step = 4) {
+// dropout_row: the batch row (sentence) these tokens start at within a larger batch.
+Got run_gpu(const Case& c, const Data& data, uint32_t step = 4, uint32_t dropout_row = 0) {
   Device& dev = test::device();
   const auto& s = c.shape;
   const size_t n = size_t{s.tokens} * s.d;
@@ -84,7 +86,7 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4) {
   Buffer scratch =
       dev.allocate(ops::embedding_backward_scratch_bytes(s.vocab, s.max_len, s.tokens), "scratch");
   dev.upload(scratch, std::vector<uint32_t>(scratch.size() / 4, 0xDEADBEEFu));
-  Buffer st = step_buffer(dev, 17, step);
+  Buffer st = step_buffer(dev, 17, step, dropout_row);
 
   Recorder rec(dev);
   ops::EmbeddingForwardArgs f;
@@ -252,6 +254,46 @@ VKF_TEST_CASE("embedding backward is deterministic run to run", "[shaders][embed
   CHECK(a.dtable == b.dtable);
   Got other = run_gpu(c, data, 5);  // another step: another mask
   CHECK(other.out != a.out);
+}
+
+VKF_TEST_CASE("embedding on a share of a batch drops what the whole batch would",
+              "[shaders][embedding][dropout]") {
+  // 5 sentences of 3 tokens, d = 37: a sentence's mask does not start on a Philox block.
+  const uint32_t sentences = 5, len = 3, d = 37, first = 2, count = 2;
+  for (bool learned : {false, true}) {
+    INFO((learned ? "learned positions" : "sinusoid"));
+    Case whole;
+    whole.shape.tokens = sentences * len;
+    whole.shape.d = d;
+    whole.shape.vocab = 23;
+    whole.shape.len = len;
+    whole.shape.max_len = 8;
+    whole.shape.pad_id = 0;
+    whole.shape.scale = 2.0;
+    whole.learned = learned;
+    whole.p = 0.3f;
+    Data all = make_data(whole, 5);
+    // The share's rows of dout only, so that the whole batch's table gradient is the share's.
+    const size_t lo = size_t{first} * len * d, hi = lo + size_t{count} * len * d;
+    for (size_t i = 0; i < all.dout.size(); ++i)
+      if (i < lo || i >= hi) all.dout[i] = 0.0f;
+    const Got want = run_gpu(whole, all);
+
+    Case part = whole;
+    part.shape.tokens = count * len;
+    Data sub = all;
+    sub.tokens.assign(all.tokens.begin() + first * len, all.tokens.begin() + (first + count) * len);
+    sub.positions.assign(all.positions.begin() + first * len,
+                         all.positions.begin() + (first + count) * len);
+    sub.dout.assign(all.dout.begin() + ptrdiff_t(lo), all.dout.begin() + ptrdiff_t(hi));
+    const Got got = run_gpu(part, sub, 4, first);
+    CHECK(got.out ==
+          std::vector<float>(want.out.begin() + ptrdiff_t(lo), want.out.begin() + ptrdiff_t(hi)));
+    CHECK(got.dtable == want.dtable);  // the same masks on the same gradients
+    if (learned) CHECK(got.dpos == want.dpos);
+    const Got unshifted = run_gpu(part, sub, 4, 0);
+    CHECK(unshifted.out != got.out);  // the first sentences' mask would differ
+  }
 }
 
 VKF_TEST_CASE("embedding reference gradient matches finite differences", "[shaders][embedding]") {
