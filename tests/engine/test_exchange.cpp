@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/exchange/gradient_exchange.h"
+#include "tests/support/bare_device.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -126,11 +127,10 @@ VKF_TEST_CASE("shared host memory is refused where a device cannot import it",
               "[engine][exchange]") {
   // An adopted device enables no extension of ours, so it cannot import host memory.
   Device& base = test::device();
-  auto adopted = Device::adopt(test::instance(), base.info().physical, base.handle(), base.queue(),
-                               base.info().compute_queue_family);
-  std::vector<Device*> devices{&base, adopted.get()};
+  test::BareDevice bare;
+  std::vector<Device*> devices{&base, &bare.get()};
   CHECK_FALSE(SharedHostMemory::supported(devices));
-  Buffer a = base.allocate(64, "a"), b = adopted->allocate(64, "b");
+  Buffer a = base.allocate(64, "a"), b = bare.get().allocate(64, "b");
   CHECK_THROWS_WITH(
       GradientExchange(devices, {a.ref(), b.ref()}, 16, nullptr, 1 << 22, {}, ExchangePath::shared),
       Catch::Contains("VK_EXT_external_memory_host"));

@@ -9,6 +9,7 @@
 #include "engine/step_scalars.h"
 #include "tests/reference/embedding.h"
 #include "tests/reference/layer_norm.h"
+#include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
 

@@ -10,7 +10,8 @@
 #include "engine/philox.h"
 #include "engine/step_scalars.h"
 #include "tests/reference/layer_norm.h"
-#include "tests/reference/matmul.h"  // to_half, from_half
+#include "tests/support/bare_device.h"
+#include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -20,15 +21,7 @@ namespace {
 constexpr double k_eps = 1e-6;
 
 std::vector<float> poisoned(size_t n, DType t = DType::f32) {
-  // f16 cannot hold test::k_poison; -65504 is no output of these inputs either.
-  return std::vector<float>(n, t == DType::f16 ? -65504.0f : test::k_poison);
-}
-
-// Host values as the device stores them: f16 rounds.
-std::vector<float> stored(std::vector<float> v, DType t) {
-  if (t == DType::f16)
-    for (float& x : v) x = ref::round_half(x);
-  return v;
+  return std::vector<float>(n, test::poison(t));
 }
 
 Buffer step_buffer(Device& dev, uint32_t seed, uint32_t step, uint32_t dropout_row = 0) {
@@ -41,32 +34,16 @@ Buffer step_buffer(Device& dev, uint32_t seed, uint32_t step, uint32_t dropout_r
   return b;
 }
 
-// Buffers hold exactly their elements of type t, so the op's size checks are exercised too.
 Buffer upload(Device& dev, const std::vector<float>& v, const char* what, DType t = DType::f32) {
-  Buffer b = dev.allocate(std::max<size_t>(v.size(), 1) * dtype_bytes(t), what);
-  if (t == DType::f32) {
-    dev.upload(b, v);
-  } else {
-    std::vector<uint16_t> h(v.size());
-    for (size_t i = 0; i < v.size(); ++i) h[i] = ref::to_half(v[i]);
-    dev.upload(b, h);
-  }
-  return b;
+  return test::upload_as(dev, v, t, what);
 }
 
 std::vector<float> download(Device& dev, const Buffer& b, size_t n, DType t = DType::f32) {
-  if (t == DType::f32) return dev.download<float>(b, n);
-  auto h = dev.download<uint16_t>(b, n);
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = ref::from_half(h[i]);
-  return v;
+  return test::download_as(dev, b, n, t);
 }
 
-bool has_storage16() {
-  if (test::device().info().storage16) return true;
-  WARN(test::device().label() << " has no 16-bit storage: the f16 variant is not tested");
-  return false;
-}
+using test::has_storage16;
+using test::stored;
 
 struct Case {
   uint32_t rows, d;
@@ -449,22 +426,9 @@ VKF_TEST_CASE("layer_norm rejects bad shapes and buffers", "[shaders][layer_norm
 VKF_TEST_CASE("layer_norm refuses f16 on a device without 16-bit storage",
               "[shaders][layer_norm][f16]") {
   // An adopted device relies on no optional feature (Device::adopt), 16-bit storage included.
-  const DeviceInfo& info = test::device().info();
-  float priority = 1.0f;
-  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-  qi.queueFamilyIndex = info.compute_queue_family;
-  qi.queueCount = 1;
-  qi.pQueuePriorities = &priority;
-  VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  di.queueCreateInfoCount = 1;
-  di.pQueueCreateInfos = &qi;
-  VkDevice host_device = VK_NULL_HANDLE;
-  REQUIRE(vkCreateDevice(info.physical, &di, nullptr, &host_device) == VK_SUCCESS);
-  VkQueue queue = VK_NULL_HANDLE;
-  vkGetDeviceQueue(host_device, info.compute_queue_family, 0, &queue);
+  test::BareDevice bare;
   {
-    auto dev = Device::adopt(Instance::adopt(test::instance()->get()), info.physical, host_device,
-                             queue, info.compute_queue_family, {.pipeline_cache_dir = ""});
+    Device* dev = &bare.get();
     REQUIRE_FALSE(dev->info().storage16);
     Buffer b = dev->allocate(64 * 4, "b");
     Recorder rec(*dev);
@@ -481,7 +445,6 @@ VKF_TEST_CASE("layer_norm refuses f16 on a device without 16-bit storage",
     g.dtype = DType::f16;
     REQUIRE_THROWS_WITH(ops::layer_norm_backward(*dev, rec, g), Catch::Contains("16-bit storage"));
   }
-  vkDestroyDevice(host_device, nullptr);
 }
 
 VKF_TEST_CASE("layer_norm over more than 65535 workgroups", "[shaders][layer_norm]") {

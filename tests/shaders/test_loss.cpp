@@ -13,6 +13,7 @@
 #include "engine/step_scalars.h"
 #include "tests/reference/layer_norm.h"  // to_double
 #include "tests/reference/loss.h"
+#include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
 

@@ -11,6 +11,7 @@
 
 #include "engine/ops/elementwise.h"
 #include "engine/ops/topk.h"
+#include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
 

@@ -1,8 +1,8 @@
 #pragma once
 // Helpers for the tests of the f16-storage kernel variants: host values as the device stores
-// them, buffers of either storage type, and a device without 16-bit storage for the refusals.
+// them and buffers of either storage type (tests/support/bare_device.h has the device without
+// 16-bit storage for the refusals).
 #include <cstddef>
-#include <memory>
 #include <vector>
 
 #include "engine/engine.h"
@@ -24,20 +24,5 @@ float poison(DType t);
 Buffer upload_as(Device& dev, const std::vector<float>& v, DType t, const char* what);
 void upload_as(Device& dev, const Buffer& b, const std::vector<float>& v, DType t);
 std::vector<float> download_as(Device& dev, const Buffer& b, size_t n, DType t);
-
-// A device created on test::device()'s physical device with no optional feature enabled, and
-// adopted (Device::adopt assumes none either): it reports no 16-bit storage.
-class BareDevice {
- public:
-  BareDevice();
-  ~BareDevice();
-  BareDevice(const BareDevice&) = delete;
-  BareDevice& operator=(const BareDevice&) = delete;
-  Device& get() { return *dev_; }
-
- private:
-  VkDevice handle_ = VK_NULL_HANDLE;
-  std::unique_ptr<Device> dev_;
-};
 
 }  // namespace vkf::test
