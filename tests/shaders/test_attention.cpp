@@ -14,6 +14,7 @@
 #include "engine/ops/basic.h"
 #include "engine/step_scalars.h"
 #include "tests/reference/attention.h"
+#include "tests/reference/matmul.h"  // to_half, from_half
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -92,35 +93,10 @@ std::vector<double> to_double(const std::vector<float>& v) {
   return {v.begin(), v.end()};
 }
 
-// IEEE half conversions for the f16-storage variant (round to nearest even; inputs are normal).
-uint16_t to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  int32_t exp = int32_t((x >> 23) & 0xFF) - 127 + 15;
-  uint32_t mant = x & 0x7FFFFFu;
-  if (exp <= 0) return uint16_t(sign);  // flush tiny values; the tests use none
-  if (exp >= 31) return uint16_t(sign | 0x7C00u);
-  uint32_t h = sign | (uint32_t(exp) << 10) | (mant >> 13);
-  uint32_t rest = mant & 0x1FFFu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
-  return uint16_t(h);
-}
-float from_half(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1F, mant = h & 0x3FFu;
-  uint32_t x;
-  if (exp == 0) {
-    float f = std::ldexp(float(mant), -24);
-    return sign ? -f : f;
-  }
-  x = exp == 31 ? sign | 0x7F800000u | (mant << 13)
-                : sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
+using ref::from_half;
+using ref::to_half;
 std::vector<float> round_half(std::vector<float> v) {
-  for (float& x : v) x = from_half(to_half(x));
+  for (float& x : v) x = ref::round_half(x);
   return v;
 }
 

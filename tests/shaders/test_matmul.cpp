@@ -13,6 +13,7 @@
 
 #include "engine/ops/matmul.h"
 #include "tests/reference/matmul.h"
+#include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -62,26 +63,14 @@ std::string describe(const ops::MatmulConfig& cfg, DType t, const Case& c) {
          " epilogue=" + std::to_string(int(c.epilogue));
 }
 
-// Host values as the device stores them: f16 rounds.
-std::vector<float> stored(std::vector<float> v, DType t) {
-  if (t == DType::f16)
-    for (float& x : v) x = ref::round_half(x);
-  return v;
-}
+using test::stored;
 
 void upload(Device& dev, const BufferRef& dst, const std::vector<float>& v, DType t) {
-  if (t == DType::f32) return dev.upload(dst, v.data(), v.size() * 4);
-  std::vector<uint16_t> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) h[i] = ref::to_half(v[i]);
-  dev.upload(dst, h.data(), h.size() * 2);
+  test::upload_as(dev, dst, v, t);
 }
 
 std::vector<float> download(Device& dev, const BufferRef& src, size_t n, DType t) {
-  if (t == DType::f32) return dev.download<float>(src, n);
-  auto h = dev.download<uint16_t>(src, n);
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = ref::from_half(h[i]);
-  return v;
+  return test::download_as(dev, src, n, t);
 }
 
 void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c, uint32_t seed) {

@@ -31,7 +31,7 @@ Buffer upload_as(Device& dev, const std::vector<float>& v, DType t, const char* 
   return b;
 }
 
-void upload_as(Device& dev, const Buffer& b, const std::vector<float>& v, DType t) {
+void upload_as(Device& dev, const BufferRef& b, const std::vector<float>& v, DType t) {
   if (t == DType::f32) {
     dev.upload(b, v);
     return;
@@ -41,7 +41,7 @@ void upload_as(Device& dev, const Buffer& b, const std::vector<float>& v, DType 
   dev.upload(b, h);
 }
 
-std::vector<float> download_as(Device& dev, const Buffer& b, size_t n, DType t) {
+std::vector<float> download_as(Device& dev, const BufferRef& b, size_t n, DType t) {
   if (t == DType::f32) return dev.download<float>(b, n);
   auto h = dev.download<uint16_t>(b, n);
   std::vector<float> v(n);

@@ -22,7 +22,7 @@ float poison(DType t);
 // A buffer of exactly v.size() elements of t (at least one), so that the ops' size checks are
 // exercised; upload_as overwrites an existing one.
 Buffer upload_as(Device& dev, const std::vector<float>& v, DType t, const char* what);
-void upload_as(Device& dev, const Buffer& b, const std::vector<float>& v, DType t);
-std::vector<float> download_as(Device& dev, const Buffer& b, size_t n, DType t);
+void upload_as(Device& dev, const BufferRef& b, const std::vector<float>& v, DType t);
+std::vector<float> download_as(Device& dev, const BufferRef& b, size_t n, DType t);
 
 }  // namespace vkf::test
