@@ -51,34 +51,22 @@ layout(push_constant) uniform Push {
   uint batch_row_rows;   // rows per batch row (sequence length) for StepScalars.dropout_row; 0: none
 } pc;
 
+// The workgroup-per-row variants share the softmax kernels' reduction (workgroup_reduce.glsl).
+layout(constant_id = 0) const uint WG = 256;  // the local size above
 #ifndef SUBGROUP_ROWS
-shared float red[gl_WorkGroupSize.x];
+#if defined(SUBGROUP)
+#define VKF_SUBGROUP 1
+#endif
+#include "workgroup_reduce.glsl"
 #endif
 
 // Sum over the invocations that share a row, in a fixed order (deterministic for a given
 // configuration).
 float row_sum(float v) {
-#if defined(SUBGROUP_ROWS)
+#ifdef SUBGROUP_ROWS
   return subgroupAdd(v);
-#elif defined(SUBGROUP)
-  v = subgroupAdd(v);
-  if (subgroupElect()) red[gl_SubgroupID] = v;
-  barrier();
-  float t = 0.0;
-  for (uint i = 0; i < gl_NumSubgroups; ++i) t += red[i];
-  barrier();  // red is reused by the next call
-  return t;
 #else
-  uint tid = gl_LocalInvocationID.x;
-  red[tid] = v;
-  barrier();
-  for (uint w = gl_WorkGroupSize.x / 2; w > 0; w >>= 1) {
-    if (tid < w) red[tid] += red[tid + w];
-    barrier();
-  }
-  float t = red[0];
-  barrier();
-  return t;
+  return wg_sum(v);
 #endif
 }
 
