@@ -204,6 +204,16 @@ class Run {
     if (o_.group) o_.group->sum(v.data(), v.size());
   }
   ExampleStore read(const CorpusFiles& files, const char* what);
+  struct StepOutcome {
+    std::vector<double> sums;  // loss, nll, tokens, stop requested, checkpoint due (see train_step)
+    uint64_t io_tokens = 0;    // source + target tokens of this process
+    Optimizer::Result opt;
+    double exchange_seconds = 0;  // gradient exchange the step waited for
+  };
+  StepOutcome train_step(uint64_t step, bool save_due);
+  std::vector<float> start_or_resume(TrainState& resumed);
+  BatcherOptions make_batchers();
+  void announce(const BatcherOptions& bo);
   void setup_replicas(const std::vector<float>& initial, const TrainState& resumed);
   // One micro-batch on every replica; returns (loss, nll, tokens) summed over this process.
   // With `exchange` (the step's last micro-batch, exchange overlapped) the gradients are summed
@@ -535,26 +545,10 @@ std::string Run::save() {
   return path;
 }
 
-TrainSummary Run::go() {
-  o_.validate();
-  if (devices_.empty()) throw Error("training needs at least one device");
-  if (o_.group && o_.group->size() > 1 && o_.stop_requested)
-    say("note: Ctrl-C stops every process at the end of the step");
-  fs::create_directories(o_.out_dir);
-  tok_ = Tokenizer::load(o_.vocab);
-  config_ = config_for(o_, *tok_);
-
-  // The vocabulary travels with the checkpoints (translate finds it there).
-  const fs::path vocab_copy = fs::path(o_.out_dir) / config_.tokenizer;
-  if (leader() && (!fs::exists(vocab_copy) || !fs::equivalent(vocab_copy, o_.vocab))) {
-    const fs::path tmp = vocab_copy.string() + ".tmp";
-    fs::copy_file(o_.vocab, tmp, fs::copy_options::overwrite_existing);
-    fs::rename(tmp, vocab_copy);
-  }
-
-  // Resume, or refuse to mix a new run into a directory that holds one.
+// Resume, or refuse to mix a new run into a directory that holds one. Returns the parameters to
+// resume from (empty for a new run) and fills `resumed` with the optimizer state.
+std::vector<float> Run::start_or_resume(TrainState& resumed) {
   std::vector<float> initial;
-  TrainState resumed;
   const auto existing = list_checkpoints(o_.out_dir);
   if (o_.resume) {
     if (existing.empty())
@@ -585,15 +579,12 @@ TrainSummary Run::go() {
                   "): pass --resume to continue that run, or choose another --out");
     state_.seed = o_.seed;
   }
+  return initial;
+}
 
-  train_store_ = read(o_.train, "train");
-  if (o_.resume && state_.train_pairs != int64_t(train_store_.size()))
-    throw Error("--resume: the training corpus has " + std::to_string(train_store_.size()) +
-                " usable pairs but the run was started with " + std::to_string(state_.train_pairs) +
-                ": not the same data");
-  state_.train_pairs = int64_t(train_store_.size());
-  if (o_.valid) valid_store_ = read(*o_.valid, "valid");
-
+// The training and validation batchers; --max-tokens is lowered where a device could not bind
+// the logits of such a batch.
+BatcherOptions Run::make_batchers() {
   BatcherOptions bo = o_.batching;
   bo.seed = o_.seed;
   if (bo.buckets.empty()) bo.max_len = o_.max_sequence_len;
@@ -612,14 +603,11 @@ TrainSummary Run::go() {
     vo.shuffle = false;
     valid_batcher_ = std::make_unique<Batcher>(valid_store_, tok_->ids(), vo);
   }
+  return bo;
+}
 
-  if (initial.empty()) initial = init_parameters(ParamLayout(config_), config_, o_.seed);
-  setup_replicas(initial, resumed);
-  initial.clear();
-  resumed = TrainState{};
-  stream_ = std::make_unique<BatchStream>(*train_batcher_, state_.position);
-  if (leader()) log_ = std::make_unique<JsonlLog>((fs::path(o_.out_dir) / "train.jsonl").string());
-
+// The run's one-line summary on stderr and its first record in train.jsonl.
+void Run::announce(const BatcherOptions& bo) {
   std::vector<std::string> device_names;
   for (Device* d : devices_) device_names.push_back(d->label());
   {
@@ -648,6 +636,93 @@ TrainSummary Run::go() {
        {"max_tokens", bo.max_tokens},
        {"accumulate", o_.accumulate},
        {"seed", o_.seed}});
+}
+
+// One optimizer step on every replica: the micro-batches, the gradient exchange, the update.
+Run::StepOutcome Run::train_step(uint64_t step, bool save_due) {
+  StepOutcome out;
+  // loss, nll, tokens (this process), stop request (any process), checkpoint due by the
+  // leader's clock: summed across processes so that every process decides alike.
+  std::vector<double>& sums = out.sums;
+  sums.assign(5, 0.0);
+  uint64_t tokens = 0;
+  try {
+    const bool overlap = !exchanges_.empty() && o_.exchange == TrainerOptions::Exchange::overlapped;
+    for (int micro = 0; micro < o_.accumulate; ++micro) {
+      Batch b = stream_->next();
+      auto s = run_micro_batch(b, step, micro, overlap && micro + 1 == o_.accumulate);
+      for (int k = 0; k < 3; ++k) sums[size_t(k)] += s[size_t(k)];
+      tokens += uint64_t(b.tgt_tokens);
+      out.io_tokens += uint64_t(b.src_tokens + b.tgt_tokens);
+    }
+    sums[3] = o_.stop_requested && o_.stop_requested->load() ? 1.0 : 0.0;
+    sums[4] = save_due ? 1.0 : 0.0;
+    sum_across_processes(sums);
+    if (!std::isfinite(sums[0]) || !std::isfinite(sums[1]))
+      throw Error("the loss became " + std::string(std::isnan(sums[0]) ? "NaN" : "infinite") +
+                  " at step " + std::to_string(step) + "; " + last_good() +
+                  " (a lower learning rate or longer warm-up may help)");
+    // Exchange time the step waits for: all of it after the backward, or (overlapped) what is
+    // left once the last replica's backward has finished.
+    const auto exchange_start = overlap ? last_backward_done_ : Clock::now();
+    for (auto& exchange : exchanges_) {
+      if (overlap)
+        exchange->finish();
+      else
+        exchange->all_reduce();
+    }
+    if (!exchanges_.empty()) out.exchange_seconds = seconds_since(exchange_start);
+    // The mean over every token of the step, whatever each replica's share.
+    for (Replica& r : replicas_) {
+      r.sc->step = uint32_t(step);  // also on replicas that had no rows this step
+      r.sc->grad_scale = 1.0f / float(std::max<uint64_t>(tokens, 1));
+      r.optimizer->submit();
+    }
+    for (Replica& r : replicas_) out.opt = r.optimizer->collect();
+  } catch (const DeviceLostError& e) {
+    throw Error(std::string("a device was lost at step ") + std::to_string(step) + " (" + e.what() +
+                "); " + last_good() + "; --resume continues from it, with any number of devices");
+  }
+  return out;
+}
+
+TrainSummary Run::go() {
+  o_.validate();
+  if (devices_.empty()) throw Error("training needs at least one device");
+  if (o_.group && o_.group->size() > 1 && o_.stop_requested)
+    say("note: Ctrl-C stops every process at the end of the step");
+  fs::create_directories(o_.out_dir);
+  tok_ = Tokenizer::load(o_.vocab);
+  config_ = config_for(o_, *tok_);
+
+  // The vocabulary travels with the checkpoints (translate finds it there).
+  const fs::path vocab_copy = fs::path(o_.out_dir) / config_.tokenizer;
+  if (leader() && (!fs::exists(vocab_copy) || !fs::equivalent(vocab_copy, o_.vocab))) {
+    const fs::path tmp = vocab_copy.string() + ".tmp";
+    fs::copy_file(o_.vocab, tmp, fs::copy_options::overwrite_existing);
+    fs::rename(tmp, vocab_copy);
+  }
+
+  TrainState resumed;
+  std::vector<float> initial = start_or_resume(resumed);
+
+  train_store_ = read(o_.train, "train");
+  if (o_.resume && state_.train_pairs != int64_t(train_store_.size()))
+    throw Error("--resume: the training corpus has " + std::to_string(train_store_.size()) +
+                " usable pairs but the run was started with " + std::to_string(state_.train_pairs) +
+                ": not the same data");
+  state_.train_pairs = int64_t(train_store_.size());
+  if (o_.valid) valid_store_ = read(*o_.valid, "valid");
+
+  const BatcherOptions bo = make_batchers();
+  if (initial.empty()) initial = init_parameters(ParamLayout(config_), config_, o_.seed);
+  setup_replicas(initial, resumed);
+  initial.clear();
+  resumed = TrainState{};
+  stream_ = std::make_unique<BatchStream>(*train_batcher_, state_.position);
+  if (leader()) log_ = std::make_unique<JsonlLog>((fs::path(o_.out_dir) / "train.jsonl").string());
+
+  announce(bo);
 
   TrainSummary summary;
   auto run_validation = [&](bool first) {
@@ -668,7 +743,7 @@ TrainSummary Run::go() {
   started_ = Clock::now();
   if (o_.valid && !o_.resume) run_validation(true);
 
-  double interval_loss = 0, interval_nll = 0;
+  double interval_loss = 0, interval_nll = 0, interval_exchange = 0;
   uint64_t interval_tokens = 0, interval_steps = 0, run_tokens = 0;
   auto interval_start = Clock::now();
   auto last_save = Clock::now();
@@ -678,53 +753,14 @@ TrainSummary Run::go() {
   while (!should_stop(seconds_since(started_))) {
     const uint64_t step = state_.step + 1;
     const auto step_start = Clock::now();
-    // loss, nll, tokens (this process), stop request (any process), checkpoint due by the
-    // leader's clock: summed across processes so that every process decides alike.
-    std::vector<double> sums{0, 0, 0, 0, 0};
-    uint64_t tokens = 0, io_tokens = 0;
-    Optimizer::Result opt;
-    try {
-      const bool overlap =
-          !exchanges_.empty() && o_.exchange == TrainerOptions::Exchange::overlapped;
-      for (int micro = 0; micro < o_.accumulate; ++micro) {
-        Batch b = stream_->next();
-        auto s = run_micro_batch(b, step, micro, overlap && micro + 1 == o_.accumulate);
-        for (int k = 0; k < 3; ++k) sums[size_t(k)] += s[size_t(k)];
-        tokens += uint64_t(b.tgt_tokens);
-        io_tokens += uint64_t(b.src_tokens + b.tgt_tokens);
-      }
-      sums[3] = o_.stop_requested && o_.stop_requested->load() ? 1.0 : 0.0;
-      sums[4] = leader() && o_.save_every_minutes > 0 &&
-                        seconds_since(last_save) >= o_.save_every_minutes * 60.0
-                    ? 1.0
-                    : 0.0;
-      sum_across_processes(sums);
-      if (!std::isfinite(sums[0]) || !std::isfinite(sums[1]))
-        throw Error("the loss became " + std::string(std::isnan(sums[0]) ? "NaN" : "infinite") +
-                    " at step " + std::to_string(step) + "; " + last_good() +
-                    " (a lower learning rate or longer warm-up may help)");
-      // Exchange time the step waits for: all of it after the backward, or (overlapped) what is
-      // left once the last replica's backward has finished.
-      const auto exchange_start = overlap ? last_backward_done_ : Clock::now();
-      for (auto& exchange : exchanges_) {
-        if (overlap)
-          exchange->finish();
-        else
-          exchange->all_reduce();
-      }
-      if (!exchanges_.empty()) summary.exchange_seconds += seconds_since(exchange_start);
-      // The mean over every token of the step, whatever each replica's share.
-      for (Replica& r : replicas_) {
-        r.sc->step = uint32_t(step);  // also on replicas that had no rows this step
-        r.sc->grad_scale = 1.0f / float(std::max<uint64_t>(tokens, 1));
-        r.optimizer->submit();
-      }
-      for (Replica& r : replicas_) opt = r.optimizer->collect();
-    } catch (const DeviceLostError& e) {
-      throw Error(std::string("a device was lost at step ") + std::to_string(step) + " (" +
-                  e.what() + "); " + last_good() +
-                  "; --resume continues from it, with any number of devices");
-    }
+    const bool save_due = leader() && o_.save_every_minutes > 0 &&
+                          seconds_since(last_save) >= o_.save_every_minutes * 60.0;
+    const StepOutcome out = train_step(step, save_due);
+    const std::vector<double>& sums = out.sums;
+    const Optimizer::Result& opt = out.opt;
+    const uint64_t io_tokens = out.io_tokens;
+    summary.exchange_seconds += out.exchange_seconds;
+    interval_exchange += out.exchange_seconds;
     if (!opt.finite)
       throw Error("non-finite gradient at step " + std::to_string(step) +
                   " (parameters left as they were); " + last_good());
@@ -757,14 +793,10 @@ TrainSummary Run::go() {
       j["grad_norm"] = opt.grad_norm;
       j["steps_in_interval"] = interval_steps;
       j["interval_seconds"] = seconds_since(interval_start);
-      if (!exchanges_.empty()) {
-        double seconds = 0;
-        for (auto& exchange : exchanges_) seconds += exchange->stats().seconds;
-        j["exchange_seconds"] = seconds;
-      }
+      if (!exchanges_.empty()) j["exchange_seconds"] = interval_exchange;
       log(j);
       summary.train_loss_per_token = m.loss_per_token;
-      interval_loss = interval_nll = 0;
+      interval_loss = interval_nll = interval_exchange = 0;
       interval_tokens = interval_steps = 0;
       interval_start = Clock::now();
     }
