@@ -6,7 +6,7 @@
 //   VKF_LN_WG=<n>, VKF_LN_REDUCE=shared|subgroup   force the LayerNorm configuration
 //   VKF_LN_DROPOUT=<p>                      LayerNorm dropout probability (default 0.1)
 //
-// Counter GB/s counts the bytes an op must move once (fp32):
+// Counter GB/s counts the bytes an op must move once (fp32; LayerNorm's f16 = 1 halves them):
 //   layer_norm fwd: read x, s; write y, h             16 rows d
 //   layer_norm bwd: read dy, h; write dx, ds          16 rows d  (dgamma/dbeta re-read dy, h)
 //   embedding fwd:  read table rows; write out         8 tokens d
@@ -74,21 +74,38 @@ void time_sequence(benchmark::State& state, vkf::Sequence& seq, double bytes) {
       benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// A [n] buffer of `t`; f16 ones hold a value pattern (the time does not depend on the values).
+vkf::Buffer activation(vkf::Device& dev, size_t n, uint32_t seed, const char* what, vkf::DType t) {
+  if (t == vkf::DType::f32) return filled(dev, n, seed, what);
+  vkf::Buffer b = dev.allocate((n + 1) / 2 * 4, what);
+  vkf::Recorder rec(dev);
+  rec.fill(b, 0x3C00B800u + seed);  // halves near 1 and -0.5
+  rec.finish().run();
+  return b;
+}
+
 void bm_layer_norm(benchmark::State& state) {
   const uint32_t rows = uint32_t(state.range(0)), d = uint32_t(state.range(1));
   const bool backward = state.range(2) != 0;
+  const vkf::DType t = state.range(3) ? vkf::DType::f16 : vkf::DType::f32;
   vkf::Device& dev = device();
-  const size_t n = size_t{rows} * d;
-  vkf::Buffer x = filled(dev, n, 1, "x"), s = filled(dev, n, 2, "s"), dy = filled(dev, n, 3, "dy");
+  if (t == vkf::DType::f16 && !dev.info().storage16) {
+    state.SkipWithError("no 16-bit storage");
+    return;
+  }
+  const size_t n = size_t{rows} * d, e = vkf::dtype_bytes(t);
+  vkf::Buffer x = activation(dev, n, 1, "x", t), s = activation(dev, n, 2, "s", t),
+              dy = activation(dev, n, 3, "dy", t);
   vkf::Buffer gamma = filled(dev, d, 4, "gamma"), beta = filled(dev, d, 5, "beta");
-  vkf::Buffer y = dev.allocate(n * 4, "y"), h = dev.allocate(n * 4, "h");
-  vkf::Buffer dx = dev.allocate(n * 4, "dx"), ds = dev.allocate(n * 4, "ds");
+  vkf::Buffer y = dev.allocate(n * e, "y"), h = dev.allocate(n * e, "h");
+  vkf::Buffer dx = dev.allocate(n * e, "dx"), ds = dev.allocate(n * e, "ds");
   vkf::Buffer mean = dev.allocate(rows * 4, "mean"), rstd = dev.allocate(rows * 4, "rstd");
   vkf::Buffer dg = dev.allocate(d * 4, "dgamma"), db = dev.allocate(d * 4, "dbeta");
   vkf::Buffer scratch = dev.allocate(vkf::ops::layer_norm_backward_scratch_bytes(rows, d), "scr");
   vkf::Buffer step = step_buffer(dev);
 
   vkf::ops::LayerNormForwardArgs f;
+  f.dtype = t;
   f.x = x;
   f.s = s;
   f.gamma = gamma;
@@ -111,6 +128,7 @@ void bm_layer_norm(benchmark::State& state) {
   vkf::Recorder rec(dev);
   if (backward) {
     vkf::ops::LayerNormBackwardArgs b;
+    b.dtype = t;
     b.dy = dy;
     b.h = h;
     b.gamma = gamma;
@@ -132,7 +150,7 @@ void bm_layer_norm(benchmark::State& state) {
     vkf::ops::layer_norm_forward(dev, rec, f);
   }
   vkf::Sequence seq = rec.finish();
-  time_sequence(state, seq, 16.0 * n);
+  time_sequence(state, seq, 4.0 * double(e) * double(n));
 }
 
 void bm_embedding(benchmark::State& state) {
@@ -204,11 +222,8 @@ void bm_dropout(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(bm_layer_norm)
-    ->ArgNames({"rows", "d", "bwd"})
-    ->Args({4096, 512, 0})
-    ->Args({4096, 512, 1})
-    ->Args({25000, 512, 0})
-    ->Args({25000, 512, 1})
+    ->ArgNames({"rows", "d", "bwd", "f16"})
+    ->ArgsProduct({{4096, 25000}, {512}, {0, 1}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(bm_embedding)
