@@ -43,8 +43,8 @@ SharedHostMemory::SharedHostMemory(const std::vector<Device*>& devices, uint64_t
       VkBufferCreateInfo binfo{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
       binfo.pNext = &external;
       binfo.size = bytes_;
-      binfo.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-                    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+      // Copies only: no storage-buffer binding, so no binding-range limit applies.
+      binfo.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
       binfo.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
       VkBuffer buffer = VK_NULL_HANDLE;
       check(vkCreateBuffer(dev, &binfo, nullptr, &buffer),

@@ -28,7 +28,7 @@ class SharedHostMemory {
 
   std::byte* data() const { return host_; }
   uint64_t size() const { return bytes_; }
-  // The whole allocation as device `i`'s buffer (mapped = data()).
+  // The whole allocation as device `i`'s buffer (mapped = data()), for copies (transfer usage).
   BufferRef on_device(size_t i) const;
 
  private:
