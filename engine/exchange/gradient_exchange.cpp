@@ -47,9 +47,17 @@ GradientExchange::GradientExchange(const std::vector<Device*>& devices,
         "device");
   // One region a device, 256-byte aligned.
   const uint64_t region = (std::max<uint64_t>(floats, 1) * 4 + 255) / 256 * 256;
-  if (path == ExchangePath::shared || (path == ExchangePath::automatic && devices.size() > 1 &&
-                                       SharedHostMemory::supported(devices)))
+  if (path == ExchangePath::shared) {
     shared_ = std::make_unique<SharedHostMemory>(devices, region * devices.size());
+  } else if (path == ExchangePath::automatic && devices.size() > 1 &&
+             SharedHostMemory::supported(devices)) {
+    // A driver may still refuse the import (memory types, limits): the staged path then serves.
+    try {
+      shared_ = std::make_unique<SharedHostMemory>(devices, region * devices.size());
+    } catch (const Error&) {
+      shared_.reset();
+    }
+  }
   for (size_t i = 0; i < devices.size(); ++i) {
     if (buffers[i].size < floats * 4)
       throw Error("GradientExchange: buffer " + std::to_string(i) + " is smaller than " +

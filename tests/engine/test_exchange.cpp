@@ -17,6 +17,16 @@ std::vector<ExchangePath> paths() {
   return out;
 }
 
+// `n` logical devices on the test device's physical device.
+std::vector<Device*> logical_devices(size_t n, std::vector<std::unique_ptr<Device>>& owned) {
+  std::vector<Device*> out;
+  for (size_t i = 0; i < n; ++i) {
+    owned.push_back(test::new_device());
+    out.push_back(owned.back().get());
+  }
+  return out;
+}
+
 const char* name(ExchangePath p) {
   return p == ExchangePath::shared ? "shared host memory" : "staged";
 }
@@ -31,13 +41,11 @@ VKF_TEST_CASE("gradient exchange sums buffers of odd sizes across logical device
         for (const size_t replicas : {size_t(1), size_t(2), size_t(3)}) {
           INFO(name(path) << ": n " << n << ", bucket " << bucket << ", replicas " << replicas);
           std::vector<std::unique_ptr<Device>> owned;
-          std::vector<Device*> devices;
+          const std::vector<Device*> devices = logical_devices(replicas, owned);
           std::vector<Buffer> buffers;
           std::vector<BufferRef> refs;
           std::vector<double> want(n, 0.0);
           for (size_t r = 0; r < replicas; ++r) {
-            owned.push_back(test::new_device());
-            devices.push_back(owned.back().get());
             // Small integers: every sum order gives the same exact result.
             std::vector<float> v(n);
             for (uint64_t i = 0; i < n; ++i) {
@@ -78,13 +86,11 @@ VKF_TEST_CASE("the overlapped exchange: layer boundaries, any download order, id
     const uint64_t n = 150001;  // large enough for the threaded reduce-scatter
     const size_t replicas = 3;
     std::vector<std::unique_ptr<Device>> owned;
-    std::vector<Device*> devices;
+    const std::vector<Device*> devices = logical_devices(replicas, owned);
     std::vector<Buffer> buffers;
     std::vector<BufferRef> refs;
     std::vector<double> want(n, 0.0);
     for (size_t r = 0; r < replicas; ++r) {
-      owned.push_back(test::new_device());
-      devices.push_back(owned.back().get());
       std::vector<float> v = test::random_floats(n, 100 + r);
       for (uint64_t i = 0; i < n; ++i) want[i] += v[i];
       buffers.push_back(devices[r]->allocate(n * 4, "grads"));
