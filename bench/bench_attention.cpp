@@ -4,19 +4,27 @@
 // Each shape runs on both kernel paths (ops::AttentionPath): path 1 = tiled (shared-memory
 // tiles, GPUs), path 2 = rows (registers and subgroup shuffles, the default on CPU devices).
 // VKF_ATTENTION_TILES="workgroup,block_q,block_k" forces the tiled path's tiles and
-// VKF_ATTENTION_ROWS=n the rows path's rows per lane.
+// VKF_ATTENTION_ROWS=n the rows path's rows per lane. Batch 392 x len 64 is the 25,000-token
+// batch (25,088 tokens).
+// Counters: GFLOP/s, ratio_peak (against the device's measured FMA rate, bench/bench_peak.h) and
+// x_matmul_time = the time taken / the time the same FLOPs take in the device's own fp32 matmul
+// (1024^3, A B^T, measured once): the target for the forward is at most 2.
 //   bench_attention --benchmark_min_time=0.1
 //   bench_attention --benchmark_filter='batch:64/len:64/.*/path:2'   (rows path only)
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 
 #include "bench/bench_device.h"
+#include "bench/bench_peak.h"
 #include "engine/engine.h"
 #include "engine/ops/attention.h"
+#include "engine/ops/matmul.h"
 #include "engine/step_scalars.h"
 
 using namespace vkf;
@@ -24,6 +32,35 @@ using namespace vkf;
 namespace {
 
 using vkf::bench::device;
+
+// The device's fp32 matmul rate (its own tuning row) at 1024^3, A B^T, in GFLOP/s.
+double matmul_gflops(Device& dev) {
+  static const double gflops = [&] {
+    const uint32_t s = 1024;
+    Buffer a = dev.allocate(s * s * 4, "a"), b = dev.allocate(s * s * 4, "b");
+    Buffer c = dev.allocate(s * s * 4, "c");
+    Recorder rec(dev);
+    rec.fill(a, 0x3C23D70Au);  // 0.01f
+    rec.fill(b, 0x3C23D70Au);
+    rec.finish().run();
+    Recorder mm(dev);
+    ops::matmul(dev, mm, {.a = a, .b = b, .c = c, .m = s, .n = s, .k = s, .trans_b = true});
+    Sequence seq = mm.finish();
+    seq.run();
+    double best = 1e30;
+    for (int r = 0; r < 3; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      seq.run();
+      best = std::min(best,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    const double g = 2.0 * s * s * s / best * 1e-9;
+    std::fprintf(stderr, "fp32 matmul 1024^3 (A B^T) on %s: %.1f GFLOP/s\n",
+                 dev.info().name.c_str(), g);
+    return g;
+  }();
+  return gflops;
+}
 
 void run(benchmark::State& state, bool backward) {
   const uint32_t batch = uint32_t(state.range(0)), len = uint32_t(state.range(1));
@@ -64,11 +101,10 @@ void run(benchmark::State& state, bool backward) {
   else
     ops::attention_forward(dev, rec, a);
   Sequence seq = rec.finish();
-  seq.run();  // warm-up
-  for (auto _ : state) seq.run();
-  double flops = 4.0 * batch * heads * len * len * d * (backward ? 2.5 : 1.0);
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const double flops = 4.0 * batch * heads * len * len * d * (backward ? 2.5 : 1.0);
+  bench::time_against_peak(state, dev, seq, flops, bench::Rate::flops);
+  if (state.counters.count("GFLOP/s"))
+    state.counters["x_matmul_time"] = matmul_gflops(dev) / state.counters["GFLOP/s"].value;
   state.SetLabel(dev.info().name + (path == ops::AttentionPath::rows ? " rows" : " tiled"));
 }
 
@@ -86,6 +122,7 @@ void BM_attention_backward(benchmark::State& s) {
       ->ArgsProduct({{64}, {64}, {0}, {0}, {1, 2}})       \
       ->ArgsProduct({{64}, {64}, {1}, {1}, {1, 2}})       \
       ->ArgsProduct({{16}, {256}, {0}, {0}, {1, 2}})      \
+      ->ArgsProduct({{392}, {64}, {0, 1}, {0}, {1, 2}})   \
       ->Unit(benchmark::kMillisecond)                     \
       ->UseRealTime()
 BENCHMARK(BM_attention_forward)->SHAPES;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "bench/bench_device.h"
+#include "bench/bench_peak.h"
 #include "engine/engine.h"
 #include "engine/ops/adam.h"
 #include "engine/ops/loss.h"
@@ -62,10 +63,7 @@ vkf::Buffer step_buffer(vkf::Device& dev) {
 }
 
 void time_sequence(benchmark::State& state, vkf::Sequence& seq, double bytes) {
-  seq.run();  // warm-up: pipelines, caches
-  for (auto _ : state) seq.run();
-  state.counters["GB/s"] =
-      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  vkf::bench::time_against_peak(state, device(), seq, bytes, vkf::bench::Rate::bytes);
 }
 
 // Devices with small buffers (lavapipe: 128 MiB) get fewer rows; the `rows` counter says how many.
@@ -204,11 +202,13 @@ BENCHMARK(bm_cross_entropy)
     ->Args({4096, 37000, 1, 256})
     ->Args({4096, 37000, 1, 1024})
     ->Args({4096, 37000, 0, 256})
+    ->Args({25000, 37000, 1, 256})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(bm_log_softmax)
     ->ArgNames({"rows", "V", "wg"})
     ->Args({4096, 37000, 256})
+    ->Args({25000, 37000, 256})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(bm_adam)->ArgNames({"wg"})->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -9,7 +9,8 @@
 //   VKF_MATMUL_TILE=wg,bm,bn,bk,tm,tn,shared      try a configuration not in the table (tuning)
 //
 // Counters: GFLOP/s (2 m n k per call), and on the vkf rows ratio_openblas = vkf GFLOP/s /
-// OpenBLAS GFLOP/s at the same shape (OpenBLAS is benchmarked first).
+// OpenBLAS GFLOP/s at the same shape (OpenBLAS is benchmarked first) and ratio_peak = vkf GFLOP/s
+// / the device's measured fp32 FMA rate (peak_GFLOP/s, bench/bench_peak.h).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench/bench_peak.h"
 #include "engine/engine.h"
 #include "engine/ops/matmul.h"
 
@@ -96,11 +98,6 @@ bool skip(benchmark::State& state, int64_t m, int64_t n, int64_t k) {
   return false;
 }
 
-void set_rate(benchmark::State& state, double flops_per_call) {
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops_per_call * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-}
-
 void bm_vkf(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const bool trans_b = state.range(3) != 0;
@@ -138,7 +135,7 @@ void bm_vkf(benchmark::State& state) {
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   const double flops = 2.0 * m * n * k;
-  set_rate(state, flops);
+  vkf::bench::report_against_peak(state, dev, flops, seconds, vkf::bench::Rate::flops);
   state.counters["GFLOP/cpu_s"] =
       flops * double(state.iterations()) * 1e-9 / (process_cpu_seconds() - cpu0);
   const auto* forced = forced_config();
@@ -172,7 +169,7 @@ void bm_openblas(benchmark::State& state) {
     benchmark::DoNotOptimize(c.data());
   }
   const double flops = 2.0 * m * n * k;
-  set_rate(state, flops);
+  if (seconds > 0) state.counters["GFLOP/s"] = flops * double(state.iterations()) / seconds * 1e-9;
   state.counters["GFLOP/cpu_s"] =
       flops * double(state.iterations()) * 1e-9 / (process_cpu_seconds() - cpu0);
   if (seconds > 0)
@@ -181,11 +178,13 @@ void bm_openblas(benchmark::State& state) {
 }
 #endif
 
-// m, n, k, trans_b. FFN: fc1 x[4096,512] W1[2048,512]^T, fc2 h[4096,2048] W2[512,2048]^T;
-// vocabulary projection x[4096,512] E[37000,512]^T.
+// m, n, k, trans_b, at batches of 4096 and 25000 tokens: FFN fc1 x[T,512] W1[2048,512]^T, fc2
+// h[T,2048] W2[512,2048]^T; the attention projections x[T,512] W[512,512]^T; the vocabulary
+// projection x[T,512] E[37000,512]^T.
 const std::vector<std::vector<int64_t>> k_shapes = {
-    {1024, 1024, 1024, 0}, {1024, 1024, 1024, 1}, {4096, 2048, 512, 1},
-    {4096, 512, 2048, 1},  {4096, 37000, 512, 1},
+    {1024, 1024, 1024, 0}, {1024, 1024, 1024, 1},  {4096, 512, 512, 1},  {4096, 2048, 512, 1},
+    {4096, 512, 2048, 1},  {4096, 37000, 512, 1},  {25000, 512, 512, 1}, {25000, 2048, 512, 1},
+    {25000, 512, 2048, 1}, {25000, 37000, 512, 1},
 };
 
 void register_all() {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bench/bench_device.h"
+#include "bench/bench_peak.h"
 #include "engine/engine.h"
 #include "engine/ops/dropout.h"
 #include "engine/ops/embedding.h"
@@ -68,10 +69,7 @@ vkf::ops::RowReduce env_reduce() {
 }
 
 void time_sequence(benchmark::State& state, vkf::Sequence& seq, double bytes) {
-  seq.run();  // warm-up: pipelines, caches
-  for (auto _ : state) seq.run();
-  state.counters["GB/s"] =
-      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  vkf::bench::time_against_peak(state, device(), seq, bytes, vkf::bench::Rate::bytes);
 }
 
 // A [n] buffer of `t`; f16 ones hold a value pattern (the time does not depend on the values).
@@ -230,11 +228,14 @@ BENCHMARK(bm_embedding)
     ->ArgNames({"tokens", "d", "vocab", "bwd"})
     ->Args({4096, 512, 37000, 0})
     ->Args({4096, 512, 37000, 1})
+    ->Args({25000, 512, 37000, 0})
+    ->Args({25000, 512, 37000, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(bm_dropout)
     ->ArgNames({"n"})
     ->Arg(4096 * 512)
+    ->Arg(25000 * 512)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -1,0 +1,98 @@
+#include "engine/ops/peak.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/error.h"
+#include "engine/launch.h"
+
+namespace vkf::ops {
+namespace {
+
+constexpr uint32_t k_probe_local = 256;
+
+// Best of three runs of `seq`, in seconds.
+double best_time(Sequence& seq) {
+  double best = 1e30;
+  for (int r = 0; r < 3; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    seq.run();
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+}  // namespace
+
+void fma_probe(Device& dev, Recorder& rec, const FmaProbeArgs& a) {
+  if (a.chains < 1 || a.chains > k_fma_probe_max_chains)
+    throw Error("fma_probe: chains must be 1.." + std::to_string(k_fma_probe_max_chains));
+  if (a.iterations % 8 != 0) throw Error("fma_probe: iterations must be a multiple of 8");
+  if (a.out.size < uint64_t{a.threads} * 4)
+    throw Error("fma_probe: the output holds fewer than " + std::to_string(a.threads) + " floats");
+  struct {
+    uint32_t threads, iterations;
+    float a, b;
+  } push{a.threads, a.iterations, a.a, a.b};
+  const Kernel& k = dev.kernel({"peak_fma", 1, sizeof push, {k_probe_local, a.chains}});
+  rec.dispatch(k, {out(a.out)}, push, groups_1d(a.threads, k_probe_local));
+}
+
+void copy_probe(Device& dev, Recorder& rec, const BufferRef& src, const BufferRef& dst,
+                uint64_t words, bool vec4) {
+  if (src.size < words * 4 || dst.size < words * 4)
+    throw Error("copy_probe: buffers smaller than " + std::to_string(words) + " words");
+  if (vec4 && words % 4 != 0)
+    throw Error("copy_probe: 4-vector copy of a word count not a multiple of 4");
+  const uint64_t n = vec4 ? words / 4 : words;
+  if (n > UINT32_MAX) throw Error("copy_probe: too many elements");
+  const uint32_t push = static_cast<uint32_t>(n);
+  const Kernel& k = dev.kernel({"peak_copy", 2, sizeof push, {k_probe_local, vec4 ? 1u : 0u}});
+  rec.dispatch(k, {in(src), out(dst)}, push, groups_1d(n, k_probe_local));
+}
+
+DevicePeak measure_peak(Device& dev, double min_seconds) {
+  DevicePeak peak;
+
+  // FMA rate: grow the thread count until a dispatch takes min_seconds (a GPU needs ~10^6
+  // threads to fill, a CPU far fewer), for a few chain counts (latency x pipes differs).
+  const uint32_t iterations = 1024, max_threads = 1u << 24;
+  Buffer out_buf = dev.allocate(uint64_t{max_threads} * 4, "peak probe output");
+  for (uint32_t chains : {8u, 16u, 32u}) {
+    for (uint32_t threads = 1u << 12;; threads *= 2) {
+      Recorder rec(dev);
+      fma_probe(dev, rec,
+                {.out = out_buf, .threads = threads, .iterations = iterations, .chains = chains});
+      Sequence seq = rec.finish();
+      seq.run();  // warm-up: pipeline compilation
+      const double t = best_time(seq);
+      if (t >= min_seconds || threads == max_threads) {
+        const double gflops = 2.0 * chains * iterations * threads / t * 1e-9;
+        if (gflops > peak.gflops) peak = {gflops, peak.gbytes_s, chains, peak.copy_vec4};
+        break;
+      }
+    }
+  }
+
+  // Copy bandwidth over the largest buffer pair that fits (up to 256 MiB each: past any cache).
+  const uint64_t bytes = std::min<uint64_t>({dev.info().max_storage_buffer_range,
+                                             dev.info().max_buffer_bytes, 256ull << 20}) /
+                         16 * 16;
+  Buffer src = dev.allocate(bytes, "peak probe source"),
+         dst = dev.allocate(bytes, "peak probe destination");
+  for (bool vec4 : {false, true}) {
+    Recorder rec(dev);
+    copy_probe(dev, rec, src, dst, bytes / 4, vec4);
+    Sequence seq = rec.finish();
+    seq.run();
+    const double gbs = 2.0 * double(bytes) / best_time(seq) * 1e-9;
+    if (gbs > peak.gbytes_s) {
+      peak.gbytes_s = gbs;
+      peak.copy_vec4 = vec4;
+    }
+  }
+  return peak;
+}
+
+}  // namespace vkf::ops
