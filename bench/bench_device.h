@@ -10,7 +10,10 @@
 namespace vkf::bench {
 
 inline std::shared_ptr<Instance> bench_instance() {
-  static auto instance = std::make_shared<Instance>();
+  static auto instance = [] {
+    configure_cpu_driver();  // as the vkf command runs it (engine/cpu_driver.h)
+    return std::make_shared<Instance>();
+  }();
   return instance;
 }
 

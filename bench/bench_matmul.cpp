@@ -46,6 +46,7 @@ struct Shared {
 Shared& shared() {
   static Shared s = [] {
     Shared r;
+    vkf::configure_cpu_driver();  // as the vkf command runs it (engine/cpu_driver.h)
     r.instance = std::make_shared<vkf::Instance>();
     const char* sel = std::getenv("VKF_BENCH_DEVICE");
     r.device = vkf::Device::create(r.instance, {.selector = sel ? sel : ""});

@@ -1,5 +1,6 @@
 #pragma once
 // The engine's public surface: include this to embed vkformer's Vulkan compute engine.
+#include "engine/cpu_driver.h"
 #include "engine/device.h"
 #include "engine/device_info.h"
 #include "engine/error.h"

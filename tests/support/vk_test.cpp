@@ -1,4 +1,4 @@
-#define CATCH_CONFIG_MAIN
+#define CATCH_CONFIG_RUNNER
 #include "tests/support/vk_test.h"
 
 #include <cmath>
@@ -53,3 +53,10 @@ double tolerance_ratio(const std::vector<float>& got, const std::vector<double>&
 }
 
 }  // namespace vkf::test
+
+// The tests run the CPU driver as the vkf command does (engine/cpu_driver.h): set before any
+// instance exists, whichever test comes first.
+int main(int argc, char** argv) {
+  vkf::configure_cpu_driver();
+  return Catch::Session().run(argc, argv);
+}

@@ -1,0 +1,30 @@
+#pragma once
+// Process-wide settings for Mesa's CPU Vulkan driver (lavapipe, built on llvmpipe). The driver
+// reads them once, when the first Vulkan instance loads it, so configure_cpu_driver() must run
+// before any Instance is created; the vkf command, the tests and the benchmarks call it first
+// thing. An application embedding the engine may call it too, or leave the driver as it is.
+//
+// - Vector width. llvmpipe compiles a compute shader to SIMD code LP_NATIVE_VECTOR_WIDTH bits
+//   wide: 256 by default, so subgroups of 8. On a CPU with AVX-512, 512 bits (subgroups of 16)
+//   ran the small preset's training step 1.2x faster on this project's AMD EPYC machines, its
+//   matmul 1.6x (bench/README.md): the matmul is bound by per-lane loads, and a wider lane
+//   group amortises each. Chosen when the CPU has AVX-512F and LP_NATIVE_VECTOR_WIDTH is unset;
+//   LP_NATIVE_VECTOR_WIDTH=256 restores the driver's default.
+// - Shader cache. Mesa 22.3 keys its shader disk cache without the vector width, so code cached
+//   at one width (and its subgroup size) is handed to a driver running at another: wrong
+//   results. Unless MESA_SHADER_CACHE_DIR is set, each width gets its own directory beside the
+//   pipeline cache (default_pipeline_cache_dir()/mesa-<width>).
+#include <string>
+
+namespace vkf {
+
+struct CpuDriverSettings {
+  std::string vector_width;  // LP_NATIVE_VECTOR_WIDTH as the driver sees it; "" = its default
+  bool vector_width_chosen = false;  // set here (not by the user)
+  std::string shader_cache_dir;      // MESA_SHADER_CACHE_DIR set here; "" = left as it was
+};
+
+// Idempotent: the first call decides and sets the environment; later calls return the same.
+const CpuDriverSettings& configure_cpu_driver();
+
+}  // namespace vkf
