@@ -12,6 +12,8 @@
 // Each output is owned by one lane: deterministic, no atomics, no shared memory, no barrier.
 // Grid: (ceil(len_k / (WG * ROWS)), heads, batch).
 // vkf-variant: attention_rows_backward_kv_f16 VKF_F16=1
+// vkf-variant: attention_rows_backward_kv_unrolled VKF_UNROLL_QUERIES=1
+// vkf-variant: attention_rows_backward_kv_unrolled_f16 VKF_UNROLL_QUERIES=1 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -80,8 +82,15 @@ void main() {
     [[unroll]] for (uint c = 0; c < DV4; ++c) dor[c] = load_do4(obase, c);
     const float lse_l = lse[row_at(b, h, il)], delta_l = delta[row_at(b, h, il)];
 
-    // A loop, not unrolled: unrolled it takes llvmpipe seconds more to compile and runs slower.
+    // Rolled, each shuffle's lane index is a loop variable, which llvmpipe turns into a
+    // per-lane extract loop: cheap at 8 lanes, where unrolling costs more (code size) than it
+    // saves; at 16 lanes the unrolled variant (constant indices) runs the backward 1.8-2.3x
+    // faster (engine/ops/attention.cpp picks it by subgroup size).
+#ifdef VKF_UNROLL_QUERIES
+    [[unroll]] for (uint c = 0; c < S; ++c) {
+#else
     [[dont_unroll]] for (uint c = 0; c < S; ++c) {
+#endif
       const uint i = i0 + c;
       const uint lim = row_limit(i, klim, qlim);
       vec4 qb[DK4], dob[DV4];

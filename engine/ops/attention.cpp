@@ -124,8 +124,12 @@ AttentionTiles pick(Device& dev, AttentionKernel kernel, AttentionTiles forced,
                    forced.block_q ? forced.block_q : def.block_q,
                    forced.block_k ? forced.block_k : def.block_k,
                    forced.path != AttentionPath::automatic ? forced.path : automatic_path(def.path),
-                   forced.rows};
+                   forced.rows,
+                   forced.unroll};
   if (t.path == AttentionPath::rows) {
+    if (t.unroll == AttentionTiles::Unroll::automatic)
+      t.unroll = info.subgroup_size >= 16 ? AttentionTiles::Unroll::unrolled
+                                          : AttentionTiles::Unroll::rolled;
     if (!rows_supported(info))
       throw Error("attention: the rows path needs a subgroup of 4..32 lanes, a multiple of 4; " +
                   info.name + " has " + std::to_string(info.subgroup_size));
@@ -283,8 +287,13 @@ void dispatch_on_path(Device& dev, Recorder& rec, AttentionKernel kind, const st
   const Push push = make_push(a);
   const uint32_t bindings = uint32_t(args.size());
   if (t.path == AttentionPath::rows) {
-    const Kernel& k = dev.kernel({kernel_name(("attention_rows_" + name).c_str(), a.dtype),
-                                  bindings, sizeof push, rows_spec(dev.info(), kind, t.rows, a)});
+    // The backward kernels come rolled or unrolled (AttentionTiles::unroll); the forward is
+    // always unrolled.
+    const bool unrolled =
+        kind != AttentionKernel::forward && t.unroll == AttentionTiles::Unroll::unrolled;
+    const std::string base = "attention_rows_" + name + (unrolled ? "_unrolled" : "");
+    const Kernel& k = dev.kernel({kernel_name(base.c_str(), a.dtype), bindings, sizeof push,
+                                  rows_spec(dev.info(), kind, t.rows, a)});
     rec.dispatch(k, args, &push, sizeof push,
                  tile_groups(len, dev.info().subgroup_size * t.rows, a));
     return;

@@ -185,8 +185,8 @@ void check_case(const Case& c, const ops::AttentionTiles& tiles, DType dtype, To
   Device& dev = test::device();
   const auto& s = c.s;
   INFO(c.what << " " << path_name(tiles.path) << " tiles wg " << tiles.workgroup << " "
-              << tiles.block_q << "x" << tiles.block_k << " rows " << tiles.rows << " "
-              << dtype_name(dtype));
+              << tiles.block_q << "x" << tiles.block_k << " rows " << tiles.rows << " unroll "
+              << uint32_t(tiles.unroll) << " " << dtype_name(dtype));
   Inputs in = random_inputs(s, uint32_t(s.len_q * 131 + s.len_k), dtype == DType::f16);
   Gpu g(dev, s, dtype);
   g.put(g.q, in.q), g.put(g.k, in.k), g.put(g.v, in.v), g.put(g.d_o, in.d_o);
@@ -228,12 +228,21 @@ std::vector<ops::AttentionTiles> forced_tiles() {
     x.path = Path::tiled;
     t.push_back(x);
   }
-  if (paths().size() > 1)
+  if (paths().size() > 1) {
     for (uint32_t rows : {0u, 1u, 3u, 8u}) {
       ops::AttentionTiles x = on_path(Path::rows);
       x.rows = rows;
       t.push_back(x);
     }
+    // The backward's rolled and unrolled query loops, whichever the subgroup size picks.
+    for (auto unroll : {ops::AttentionTiles::Unroll::rolled, ops::AttentionTiles::Unroll::unrolled})
+      for (uint32_t rows : {0u, 3u}) {
+        ops::AttentionTiles x = on_path(Path::rows);
+        x.rows = rows;
+        x.unroll = unroll;
+        t.push_back(x);
+      }
+  }
   return t;
 }
 
@@ -273,10 +282,14 @@ VKF_TEST_CASE("attention with f16 storage matches the reference", "[shaders][att
   for (const Case& c : cases())
     for (Path path : paths())
       for (uint32_t variant : {0, 1}) {
-        // tiled: the default and 64 threads on 16x16 tiles; rows: the default and 3 rows a lane
+        // tiled: the default and 64 threads on 16x16 tiles
         ops::AttentionTiles t = on_path(path);
         if (variant == 1 && path == Path::tiled) t.workgroup = 64, t.block_q = 16, t.block_k = 16;
+        // rows: the default rows with the rolled backward loop, 3 rows with the unrolled one
         if (variant == 1 && path == Path::rows) t.rows = 3;
+        if (path == Path::rows)
+          t.unroll = variant == 0 ? ops::AttentionTiles::Unroll::rolled
+                                  : ops::AttentionTiles::Unroll::unrolled;
         if (fits(dev, t, c.s)) check_case(c, t, DType::f16, k_fwd_f16, k_bwd_f16);
       }
 }
