@@ -13,8 +13,6 @@
 //   bench_attention --benchmark_filter='batch:64/len:64/.*/path:2'   (rows path only)
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +23,7 @@
 #include "engine/engine.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/matmul.h"
+#include "engine/ops/peak.h"
 #include "engine/step_scalars.h"
 
 using namespace vkf;
@@ -47,13 +46,7 @@ double matmul_gflops(Device& dev) {
     ops::matmul(dev, mm, {.a = a, .b = b, .c = c, .m = s, .n = s, .k = s, .trans_b = true});
     Sequence seq = mm.finish();
     seq.run();
-    double best = 1e30;
-    for (int r = 0; r < 3; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      seq.run();
-      best = std::min(best,
-                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
+    const double best = ops::best_run_seconds(seq);
     const double g = 2.0 * s * s * s / best * 1e-9;
     std::fprintf(stderr, "fp32 matmul 1024^3 (A B^T) on %s: %.1f GFLOP/s\n",
                  dev.info().name.c_str(), g);

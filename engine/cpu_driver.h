@@ -6,13 +6,15 @@
 //
 // - Vector width. llvmpipe compiles a compute shader to SIMD code LP_NATIVE_VECTOR_WIDTH bits
 //   wide: 256 by default, so subgroups of 8. On a CPU with AVX-512, 512 bits (subgroups of 16)
-//   ran the small preset's training step 1.2x faster on this project's AMD EPYC machines, its
-//   matmul 1.6x (bench/README.md): the matmul is bound by per-lane loads, and a wider lane
-//   group amortises each. Chosen when the CPU has AVX-512F and LP_NATIVE_VECTOR_WIDTH is unset;
+//   doubles the FMA rate lavapipe can reach (120 -> 215 GFLOP/s on this project's 2-core AMD
+//   EPYC machines) and ran the small preset's training step and the matmuls 1.1-1.3x faster
+//   (bench/README.md); the matmul gains less than the peak because it is bound by per-lane
+//   loads. Chosen when the CPU has AVX-512F and LP_NATIVE_VECTOR_WIDTH is unset;
 //   LP_NATIVE_VECTOR_WIDTH=256 restores the driver's default.
 // - Shader cache. Mesa 22.3 keys its shader disk cache without the vector width, so code cached
-//   at one width (and its subgroup size) is handed to a driver running at another: wrong
-//   results. Unless MESA_SHADER_CACHE_DIR is set, each width gets its own directory beside the
+//   at one width is handed to a driver running at another (seen here: 512-bit code, FMA rate
+//   and all, ran under a 256-bit driver), although the subgroup size the shaders were built
+//   for differs. Unless MESA_SHADER_CACHE_DIR is set, each width gets its own directory beside the
 //   pipeline cache (default_pipeline_cache_dir()/mesa-<width>).
 #include <string>
 

@@ -11,10 +11,11 @@ namespace {
 
 constexpr uint32_t k_probe_local = 256;
 
-// Best of three runs of `seq`, in seconds.
-double best_time(Sequence& seq) {
+}  // namespace
+
+double best_run_seconds(Sequence& seq, int runs) {
   double best = 1e30;
-  for (int r = 0; r < 3; ++r) {
+  for (int r = 0; r < runs; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     seq.run();
     best = std::min(best,
@@ -22,8 +23,6 @@ double best_time(Sequence& seq) {
   }
   return best;
 }
-
-}  // namespace
 
 void fma_probe(Device& dev, Recorder& rec, const FmaProbeArgs& a) {
   if (a.chains < 1 || a.chains > k_fma_probe_max_chains)
@@ -66,7 +65,7 @@ DevicePeak measure_peak(Device& dev, double min_seconds) {
                 {.out = out_buf, .threads = threads, .iterations = iterations, .chains = chains});
       Sequence seq = rec.finish();
       seq.run();  // warm-up: pipeline compilation
-      const double t = best_time(seq);
+      const double t = best_run_seconds(seq);
       if (t >= min_seconds || threads == max_threads) {
         const double gflops = 2.0 * chains * iterations * threads / t * 1e-9;
         if (gflops > peak.gflops) peak = {gflops, peak.gbytes_s, chains, peak.copy_vec4};
@@ -86,7 +85,7 @@ DevicePeak measure_peak(Device& dev, double min_seconds) {
     copy_probe(dev, rec, src, dst, bytes / 4, vec4);
     Sequence seq = rec.finish();
     seq.run();
-    const double gbs = 2.0 * double(bytes) / best_time(seq) * 1e-9;
+    const double gbs = 2.0 * double(bytes) / best_run_seconds(seq) * 1e-9;
     if (gbs > peak.gbytes_s) {
       peak.gbytes_s = gbs;
       peak.copy_vec4 = vec4;

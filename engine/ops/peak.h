@@ -13,7 +13,7 @@ struct FmaProbeArgs {
   BufferRef out;  // [threads] f32
   uint32_t threads = 0;
   uint32_t iterations = 0;  // a multiple of 8
-  uint32_t chains = 8;  // independent FMA chains a thread, 1..k_fma_probe_max_chains
+  uint32_t chains = 8;      // independent FMA chains a thread, 1..k_fma_probe_max_chains
   float a = 0.999f, b = 0.001f;
 };
 constexpr uint32_t k_fma_probe_max_chains = 32;
@@ -24,6 +24,9 @@ void fma_probe(Device& dev, Recorder& rec, const FmaProbeArgs& a);
 // dst[0, words) = src[0, words) (32-bit words), as 4-vectors when `vec4` (words % 4 == 0).
 void copy_probe(Device& dev, Recorder& rec, const BufferRef& src, const BufferRef& dst,
                 uint64_t words, bool vec4);
+
+// The fastest of `runs` runs of `seq` (submit and wait), in seconds.
+double best_run_seconds(Sequence& seq, int runs = 3);
 
 struct DevicePeak {
   double gflops = 0;    // fp32, FMA = 2 FLOPs
