@@ -54,9 +54,11 @@ double tolerance_ratio(const std::vector<float>& got, const std::vector<double>&
 
 }  // namespace vkf::test
 
-// The tests run the CPU driver as the vkf command does (engine/cpu_driver.h): set before any
-// instance exists, whichever test comes first.
+// The tests keep their pipeline and shader caches in the build tree (VKF_CACHE_DIR, unless set),
+// and run the CPU driver as the vkf command does (engine/cpu_driver.h): both set before any
+// instance exists, whichever test comes first. Commands the tests start inherit them.
 int main(int argc, char** argv) {
+  setenv("VKF_CACHE_DIR", VKF_BINARY_DIR "/test-cache", 0);
   vkf::configure_cpu_driver();
   return Catch::Session().run(argc, argv);
 }
