@@ -140,7 +140,7 @@ void bm_vkf(benchmark::State& state) {
   state.counters["GFLOP/cpu_s"] =
       flops * double(state.iterations()) * 1e-9 / (process_cpu_seconds() - cpu0);
   const auto* forced = forced_config();
-  const auto& config = forced ? *forced : vkf::ops::choose_matmul_config(dev.info());
+  const auto& config = forced ? *forced : vkf::ops::choose_matmul_config(dev.info(), trans_b);
   state.SetLabel(dev.info().name + " config=" + config.name +
                  " dispatches=" + std::to_string(seq.dispatch_count()));
   auto it = shared().openblas_gflops.find({m, n, k, trans_b});

@@ -36,12 +36,14 @@ layout(constant_id = 6) const uint SHARED = 1;
 layout(constant_id = 7) const uint TRANS_A = 0;
 layout(constant_id = 8) const uint TRANS_B = 0;
 layout(constant_id = 9) const uint EPILOGUE = 0;
+// Direct path: bit 0 reads A (k-contiguous) as 4-vectors along k, bit 1 B (TRANS_B) along k,
+// bit 2 B (not TRANS_B) as 4-vectors along n: each lane then owns runs of 4 adjacent columns.
 layout(constant_id = 10) const uint VEC = 0;
 layout(constant_id = 11) const uint READ_C = 0;  // beta != 0
 
 layout(std430, binding = 0) readonly buffer A { STORE_T a[]; };
 layout(std430, binding = 1) readonly buffer B { STORE_T b[]; };
-// 4-vector views of A and B for k-contiguous, 4-aligned operands (VEC).
+// 4-vector views of A and B for 4-aligned operands (VEC).
 layout(std430, binding = 0) readonly buffer A4 { STORE4_T a4[]; };
 layout(std430, binding = 1) readonly buffer B4 { STORE4_T b4[]; };
 layout(std430, binding = 2) buffer C { STORE_T c[]; };
@@ -59,6 +61,13 @@ layout(push_constant) uniform Push {
 // tm + i * RSTEP and columns tn + j * CSTEP, so neighbouring threads touch neighbouring columns.
 const uint CSTEP = BN / TN;
 const uint RSTEP = BM / TM;
+// VEC bit 2 (direct path, TN a multiple of 4): lane tn owns columns 4 tn .. 4 tn + 3 of each
+// run of 4 CSTEP columns, so one 4-vector read of a B row feeds four of its accumulators.
+const uint B_RUNS = SHARED == 0 ? (TRANS_B == 0 ? (VEC & 4) : 0) : 0;  // 4 or 0
+// The tile column of acc[.][j] for the thread in column tn of the thread grid.
+uint tile_col(uint tn, uint j) {
+  return B_RUNS != 0 ? 4 * tn + (j & 3) + (j >> 2) * 4 * CSTEP : tn + j * CSTEP;
+}
 const uint S = gl_WorkGroupSize.x;  // SHARED = 0: the subgroup size
 // SHARED = 0: A rows each lane fetches; 1 on the shared path, where TM / S may be 0 (an array
 // of size 0 is invalid SPIR-V even where unused).
@@ -92,7 +101,8 @@ float acc[TM][TN];  // this invocation's C block: rows tm + i * RSTEP, columns t
 const uint KV = 1;  // direct path: 4-vectors of k per operand row in the main loop
 
 // Direct path (SHARED = 0), one subgroup per workgroup (WG == subgroup size S, checked by the
-// wrapper): all lanes share rows m0 .. m0 + TM - 1 and lane l owns columns n0 + l + S * j. On
+// wrapper): all lanes share rows m0 .. m0 + TM - 1 and lane l owns columns n0 + l + S * j (with
+// VEC bit 2: the runs n0 + 4 l + 4 S g .. + 3, see tile_col). On
 // CPU devices each per-lane buffer load is a scalar loop over the lanes, so A is loaded once per
 // S rows (lane l fetches row r * S + l) and handed to all lanes by subgroupShuffle (a register
 // permute), k-contiguous operands are read as 4-vectors (VEC bit 0: A, bit 1: B), and k is the
@@ -106,7 +116,17 @@ void direct_chunk(uint base_a, uint base_b, uint k0, uint nv) {
   vec4 ar[AROWS][KV], bv[TN][KV];
   for (uint v = 0; v < nv; ++v) {
     for (uint r = 0; r < AROWS; ++r) ar[r][v] = load_a4(base_a, arow[r], k0 + 4 * v);
-    for (uint j = 0; j < TN; ++j) bv[j][v] = load_b4(base_b, k0 + 4 * v, cols[j]);
+    if (B_RUNS != 0) {
+      // Four rows of B, each a 4-vector of this lane's run of columns (n % 4 == 0, so a run is
+      // wholly in range or wholly clamped).
+      for (uint g = 0; g < TN / 4; ++g)
+        for (uint kk = 0; kk < 4; ++kk) {
+          const vec4 r = vec4(b4[(base_b + (k0 + 4 * v + kk) * p.ldb + cols[4 * g]) / 4]);
+          for (uint e = 0; e < 4; ++e) bv[4 * g + e][v][kk] = r[e];
+        }
+    } else {
+      for (uint j = 0; j < TN; ++j) bv[j][v] = load_b4(base_b, k0 + 4 * v, cols[j]);
+    }
   }
   for (uint i = 0; i < TM; ++i) {
     vec4 av[KV];
@@ -134,7 +154,9 @@ void main() {
   if (SHARED == 0) {
     const uint lane = gl_SubgroupInvocationID;
     for (uint r = 0; r < AROWS; ++r) arow[r] = min(m0 + r * S + lane, p.m - 1);
-    for (uint j = 0; j < TN; ++j) cols[j] = min(n0 + lane + j * S, p.n - 1);
+    for (uint j = 0; j < TN; ++j)
+      cols[j] = B_RUNS != 0 ? min(n0 + tile_col(lane, j), p.n - 4 + (j & 3))
+                       : min(n0 + tile_col(lane, j), p.n - 1);
     uint k0 = 0;
     for (; k0 + 4 * KV <= p.k; k0 += 4 * KV) direct_chunk(base_a, base_b, k0, KV);
     for (; k0 + 4 <= p.k; k0 += 4) direct_chunk(base_a, base_b, k0, 1);
@@ -179,12 +201,12 @@ void main() {
   // unrolled TM x TN times, so bias is read once per column and C only when READ_C.
   float bias[TN];
   for (uint j = 0; j < TN; ++j)
-    bias[j] = (EPILOGUE == 1 || EPILOGUE == 2) ? float(x[min(n0 + tn + j * CSTEP, p.n - 1)]) : 0.0;
+    bias[j] = (EPILOGUE == 1 || EPILOGUE == 2) ? float(x[min(n0 + tile_col(tn, j), p.n - 1)]) : 0.0;
   for (uint i = 0; i < TM; ++i) {
     const uint row = m0 + tm + i * RSTEP;
     if (row >= p.m) break;
     for (uint j = 0; j < TN; ++j) {
-      const uint col = n0 + tn + j * CSTEP;
+      const uint col = n0 + tile_col(tn, j);  // increasing in j
       if (col >= p.n) break;
       const uint ci = base_c + row * p.ldc + col;
       float v = p.alpha * acc[i][j];

@@ -55,7 +55,7 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   if (args.dtype == DType::f16 && !info.storage16)
     throw Error(shape_of(args) + ": f16 storage needs storageBuffer16BitAccess, which " +
                 dev.label() + " lacks");
-  const MatmulConfig& cfg = args.config ? *args.config : choose_matmul_config(info);
+  const MatmulConfig& cfg = args.config ? *args.config : choose_matmul_config(info, args.trans_b);
   if (!matmul_config_fits(cfg, info))
     throw Error(shape_of(args) + ": configuration '" + cfg.name + "' exceeds the limits of " +
                 dev.label());
@@ -109,11 +109,16 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   }
 
   // The direct path reads k-contiguous operands (A not transposed, B transposed) as 4-vectors
-  // when their row and batch strides are multiples of 4.
+  // along k when their row and batch strides are multiples of 4, and an n-contiguous B (not
+  // transposed) as 4-vectors along n when n is too (each lane then owns runs of 4 columns, so
+  // its register block must be a multiple of 4 wide).
   uint32_t vec = 0;
   if (!cfg.shared) {
     if (!args.trans_a && push.lda % 4 == 0 && push.stride_a % 4 == 0) vec |= 1;
     if (args.trans_b && push.ldb % 4 == 0 && push.stride_b % 4 == 0) vec |= 2;
+    if (!args.trans_b && cfg.tn % 4 == 0 && args.n % 4 == 0 && push.ldb % 4 == 0 &&
+        push.stride_b % 4 == 0)
+      vec |= 4;
   }
   KernelSpec spec{args.dtype == DType::f16 ? "matmul_f16" : "matmul",
                   4,

@@ -33,7 +33,7 @@ struct MatmulArgs {
   float beta = 0.0f;
   Epilogue epilogue = Epilogue::none;
   DType dtype = DType::f32;  // f32, or f16 storage (fp32 arithmetic) on devices with storage16
-  // Forces a tuning-table row (tests, benches); nullptr = choose_matmul_config(device).
+  // Forces a tuning-table row (tests, benches); nullptr = choose_matmul_config(device, trans_b).
   const MatmulConfig* config = nullptr;
 };
 

@@ -25,7 +25,8 @@ std::span<const MatmulConfig> matmul_configs();
 const MatmulConfig& matmul_config(const std::string& name);  // throws on an unknown name
 // Whether `info`'s limits admit `config` (workgroup size, shared memory).
 bool matmul_config_fits(const MatmulConfig& config, const DeviceInfo& info);
-// The row for this device: by vendor/type, then the fallback if the limits refuse it.
-const MatmulConfig& choose_matmul_config(const DeviceInfo& info);
+// The row for this device: by vendor/type (and, on CPU devices, whether B is transposed), then
+// the fallback if the limits refuse it.
+const MatmulConfig& choose_matmul_config(const DeviceInfo& info, bool b_transposed = true);
 
 }  // namespace vkf::ops

@@ -32,9 +32,9 @@ struct Case {
 // Run on every tuning-table row and storage type. Together they cover sizes not divisible by
 // any tile (1, 7, 9, 33, 65, 70, 127, 129), every transpose pair, batch > 1 (and a B broadcast
 // over the batch), alpha/beta not 0/1, each epilogue, padded rows, and on the direct path every
-// 4-vector read mode (VEC = 1, 2, 3 and 0) with a k tail that is not a multiple of 4.
+// 4-vector read mode (VEC = 1, 2, 3, 4 and 0) with a k tail that is not a multiple of 4.
 // Each case is its own pipeline, and pipeline compilation is most of this test's cold time on
-// lavapipe, hence four cases per row; k_extra_cases run on the device's own row only.
+// lavapipe, hence five cases per row; k_extra_cases run on the device's own row only.
 const Case k_cases[] = {
     // nn, A rows 4-aligned (lda = 36): VEC = 1, k tail of 1.
     {65, 127, 33, 1, false, false, 3, 1.0f, 0.0f, ops::Epilogue::none},
@@ -44,12 +44,19 @@ const Case k_cases[] = {
     {33, 9, 129, 3, true, false, 0, 0.5f, 0.0f, ops::Epilogue::bias_relu, true},
     // tt, ldb = 36: VEC = 2.
     {7, 33, 32, 2, true, true, 4, -1.5f, 0.75f, ops::Epilogue::residual},
+    // nn, n = 100 and ldb = 104: B read along n (VEC bit 2) on direct rows 4k wide, with a
+    // partial last tile and a run clamped past n; k tail of 3.
+    {21, 100, 39, 2, false, false, 4, 1.0f, 0.0f, ops::Epilogue::bias_relu},
 };
 const Case k_extra_cases[] = {
     {1, 1, 1, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
     {129, 65, 7, 1, false, true, 0, 1.0f, 1.0f, ops::Epilogue::none},
     {127, 129, 127, 1, false, false, 5, 2.0f, -0.5f, ops::Epilogue::bias},
     {16, 64, 1, 2, false, true, 0, 1.0f, 0.0f, ops::Epilogue::residual},
+    // B read in 4-column runs on the CPU rows (n = 132: a partial tile on every width), as A B
+    // and as A^T B (the weight gradient's form).
+    {100, 132, 64, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
+    {45, 132, 66, 2, true, false, 0, 1.0f, 0.0f, ops::Epilogue::bias},
 };
 
 constexpr uint32_t k_guard = 16;  // elements of poison before and after C's range
@@ -190,7 +197,8 @@ VKF_TEST_CASE("matmul uses the device's row unless forced", "[shaders][matmul]")
           (dev.info().subgroup_size == 16 ? "cpu_direct16" : "cpu_direct"));
   // The default (table choice) path, and more shapes on it.
   uint32_t seed = 99;
-  for (const Case& c : k_extra_cases) run_case(dev, chosen, DType::f32, c, seed += 10);
+  for (const Case& c : k_extra_cases)
+    run_case(dev, ops::choose_matmul_config(dev.info(), c.trans_b), DType::f32, c, seed += 10);
 }
 
 TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any device",
@@ -223,6 +231,7 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
   CHECK(std::string(ops::choose_matmul_config(cpu).name) == "cpu_direct");
   cpu.subgroup_size = cpu.min_subgroup_size = cpu.max_subgroup_size = 16;
   CHECK(std::string(ops::choose_matmul_config(cpu).name) == "cpu_direct16");
+  CHECK(std::string(ops::choose_matmul_config(cpu, false).name) == "cpu_direct16_nn");
   cpu.subgroup_size = cpu.min_subgroup_size = cpu.max_subgroup_size = 4;  // SwiftShader-like
   CHECK(std::string(ops::choose_matmul_config(cpu).name) == "fallback");
   CHECK_THROWS_WITH(ops::matmul_config("nope"), Catch::Contains("fallback"));
