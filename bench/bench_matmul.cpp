@@ -35,7 +35,7 @@
 
 namespace {
 
-using Shape = std::tuple<int64_t, int64_t, int64_t, bool>;  // m, n, k, trans_b
+using Shape = std::tuple<int64_t, int64_t, int64_t, int64_t>;  // m, n, k, form
 
 struct Shared {
   std::shared_ptr<vkf::Instance> instance;
@@ -99,15 +99,19 @@ bool skip(benchmark::State& state, int64_t m, int64_t n, int64_t k) {
   return false;
 }
 
+// The 4th argument is the form: 0 = A B, 1 = A B^T (a Linear's forward), 2 = A^T B (its
+// weight gradient; A^T is not split into row blocks, so it must fit one binding).
 void bm_vkf(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  const bool trans_b = state.range(3) != 0;
+  const int64_t form = state.range(3);
+  const bool trans_a = form == 2, trans_b = form == 1;
   if (skip(state, m, n, k)) return;
   vkf::Device& dev = *shared().device;
   // C (and A) are split into row blocks that each fit one storage-buffer binding
   // (maxStorageBufferRange is 128 MiB on lavapipe: the vocabulary projection's C is 578 MiB).
   const uint64_t max_bytes = std::min<uint64_t>(dev.info().max_storage_buffer_range, 1ull << 30);
-  const int64_t rows = std::min<int64_t>(m, int64_t(max_bytes / (4 * std::max(n, k))));
+  const int64_t rows =
+      trans_a ? m : std::min<int64_t>(m, int64_t(max_bytes / (4 * std::max(n, k))));
   vkf::Buffer b = dev.allocate(k * n * 4, "B");
   dev.upload(b, random_floats(k * n, 2));
   std::vector<vkf::Buffer> as, cs;
@@ -122,6 +126,7 @@ void bm_vkf(benchmark::State& state) {
     args.b = b;
     args.c = cs.back();
     args.m = uint32_t(mc), args.n = uint32_t(n), args.k = uint32_t(k);
+    args.trans_a = trans_a;
     args.trans_b = trans_b;
     args.config = forced_config();
     vkf::ops::matmul(dev, rec, args);
@@ -143,7 +148,7 @@ void bm_vkf(benchmark::State& state) {
   const auto& config = forced ? *forced : vkf::ops::choose_matmul_config(dev.info(), trans_b);
   state.SetLabel(dev.info().name + " config=" + config.name +
                  " dispatches=" + std::to_string(seq.dispatch_count()));
-  auto it = shared().openblas_gflops.find({m, n, k, trans_b});
+  auto it = shared().openblas_gflops.find({m, n, k, form});
   if (it != shared().openblas_gflops.end() && seconds > 0)
     state.counters["ratio_openblas"] = flops * state.iterations() / seconds * 1e-9 / it->second;
 }
@@ -151,13 +156,15 @@ void bm_vkf(benchmark::State& state) {
 #ifdef VKF_HAVE_OPENBLAS
 void bm_openblas(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  const bool trans_b = state.range(3) != 0;
+  const int64_t form = state.range(3);
+  const bool trans_a = form == 2, trans_b = form == 1;
   if (skip(state, m, n, k)) return;
   auto a = random_floats(m * k, 1), b = random_floats(k * n, 2);
   std::vector<float> c(m * n);
   auto call = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(m), int(n),
-                int(k), 1.0f, a.data(), int(k), b.data(), trans_b ? int(k) : int(n), 0.0f, c.data(),
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f, a.data(),
+                trans_a ? int(m) : int(k), b.data(), trans_b ? int(k) : int(n), 0.0f, c.data(),
                 int(n));
   };
   call();  // warm-up: thread pool start, first touch
@@ -174,18 +181,19 @@ void bm_openblas(benchmark::State& state) {
   state.counters["GFLOP/cpu_s"] =
       flops * double(state.iterations()) * 1e-9 / (process_cpu_seconds() - cpu0);
   if (seconds > 0)
-    shared().openblas_gflops[{m, n, k, trans_b}] = flops * state.iterations() / seconds * 1e-9;
+    shared().openblas_gflops[{m, n, k, form}] = flops * state.iterations() / seconds * 1e-9;
   state.SetLabel("threads=" + std::to_string(openblas_get_num_threads()));
 }
 #endif
 
-// m, n, k, trans_b, at batches of 4096 and 25000 tokens: FFN fc1 x[T,512] W1[2048,512]^T, fc2
-// h[T,2048] W2[512,2048]^T; the attention projections x[T,512] W[512,512]^T; the vocabulary
-// projection x[T,512] E[37000,512]^T.
+// m, n, k, form (0 A B, 1 A B^T, 2 A^T B), at batches of 4096 and 25000 tokens: FFN fc1
+// x[T,512] W1[2048,512]^T, fc2 h[T,2048] W2[512,2048]^T; the attention projections x[T,512]
+// W[512,512]^T; the vocabulary projection x[T,512] E[37000,512]^T; and fc1's backward at 4096
+// tokens: dx = dh[T,2048] W1[2048,512] (A B) and dW1 = dh^T x (A^T B).
 const std::vector<std::vector<int64_t>> k_shapes = {
     {1024, 1024, 1024, 0}, {1024, 1024, 1024, 1},  {4096, 512, 512, 1},  {4096, 2048, 512, 1},
     {4096, 512, 2048, 1},  {4096, 37000, 512, 1},  {25000, 512, 512, 1}, {25000, 2048, 512, 1},
-    {25000, 512, 2048, 1}, {25000, 37000, 512, 1},
+    {25000, 512, 2048, 1}, {25000, 37000, 512, 1}, {4096, 512, 2048, 0}, {2048, 512, 4096, 2},
 };
 
 void register_all() {

@@ -37,7 +37,8 @@ layout(constant_id = 7) const uint TRANS_A = 0;
 layout(constant_id = 8) const uint TRANS_B = 0;
 layout(constant_id = 9) const uint EPILOGUE = 0;
 // Direct path: bit 0 reads A (k-contiguous) as 4-vectors along k, bit 1 B (TRANS_B) along k,
-// bit 2 B (not TRANS_B) as 4-vectors along n: each lane then owns runs of 4 adjacent columns.
+// bit 2 B (not TRANS_B) as 4-vectors along n: each lane then owns runs of 4 adjacent columns;
+// bit 3 A (TRANS_A) as 4-vectors along m.
 layout(constant_id = 10) const uint VEC = 0;
 layout(constant_id = 11) const uint READ_C = 0;  // beta != 0
 
@@ -72,6 +73,11 @@ const uint S = gl_WorkGroupSize.x;  // SHARED = 0: the subgroup size
 // SHARED = 0: A rows each lane fetches; 1 on the shared path, where TM / S may be 0 (an array
 // of size 0 is invalid SPIR-V even where unused).
 const uint AROWS = SHARED == 0 ? TM / S : 1;
+// VEC bit 3 (direct path, A transposed, so stored [K, M] with rows adjacent): lane l reads rows
+// m0 + 4 l + 4 S q .. + 3 at one k as a 4-vector (AQ of them cover the TM rows), instead of
+// one row at four k as four loads.
+const uint A_RUNS = SHARED == 0 ? (TRANS_A != 0 ? (VEC & 8) : 0) : 0;  // 8 or 0
+const uint AQ = SHARED == 0 ? (TM + 4 * S - 1) / (4 * S) : 1;
 
 shared float as[SHARED != 0 ? BK * BM : 1];  // [BK][BM]
 shared float bs[SHARED != 0 ? BK * BN : 1];  // [BK][BN]
@@ -111,11 +117,19 @@ const uint KV = 1;  // direct path: 4-vectors of k per operand row in the main l
 // read a clamped (valid) element and are never stored: the inner loop has no branches.
 // Accumulates k0 .. k0 + 4 * nv - 1 (nv <= KV, a literal at each call).
 uint arow[AROWS];  // direct path: the A row this lane fetches for rows r * S .. r * S + S - 1
+uint arun[AQ];     // direct path, A_RUNS: the first of the 4 rows this lane reads, per run
 uint cols[TN];      // direct path: this lane's columns of C
 void direct_chunk(uint base_a, uint base_b, uint k0, uint nv) {
   vec4 ar[AROWS][KV], bv[TN][KV];
+  vec4 at[AQ][4 * KV];  // A_RUNS: at[q][4 v + kk] = A rows arun[q] .. + 3 at k0 + 4 v + kk
   for (uint v = 0; v < nv; ++v) {
-    for (uint r = 0; r < AROWS; ++r) ar[r][v] = load_a4(base_a, arow[r], k0 + 4 * v);
+    if (A_RUNS != 0) {
+      for (uint q = 0; q < AQ; ++q)
+        for (uint kk = 0; kk < 4; ++kk)
+          at[q][4 * v + kk] = vec4(a4[(base_a + (k0 + 4 * v + kk) * p.lda + arun[q]) / 4]);
+    } else {
+      for (uint r = 0; r < AROWS; ++r) ar[r][v] = load_a4(base_a, arow[r], k0 + 4 * v);
+    }
     if (B_RUNS != 0) {
       // Four rows of B, each a 4-vector of this lane's run of columns (n % 4 == 0, so a run is
       // wholly in range or wholly clamped).
@@ -131,7 +145,9 @@ void direct_chunk(uint base_a, uint base_b, uint k0, uint nv) {
   for (uint i = 0; i < TM; ++i) {
     vec4 av[KV];
     for (uint v = 0; v < nv; ++v)
-      for (uint kk = 0; kk < 4; ++kk) av[v][kk] = subgroupShuffle(ar[i / S][v][kk], i % S);
+      for (uint kk = 0; kk < 4; ++kk)
+        av[v][kk] = A_RUNS != 0 ? subgroupShuffle(at[i / (4 * S)][4 * v + kk][i % 4], (i / 4) % S)
+                                : subgroupShuffle(ar[i / S][v][kk], i % S);
     for (uint j = 0; j < TN; ++j) {
       float t = acc[i][j];
       for (uint v = 0; v < nv; ++v)
@@ -154,6 +170,8 @@ void main() {
   if (SHARED == 0) {
     const uint lane = gl_SubgroupInvocationID;
     for (uint r = 0; r < AROWS; ++r) arow[r] = min(m0 + r * S + lane, p.m - 1);
+    // m % 4 == 0 with A_RUNS: a run is wholly in range or wholly clamped to the last one.
+    for (uint q = 0; q < AQ; ++q) arun[q] = min(m0 + 4 * lane + 4 * S * q, max(p.m, 4) - 4);
     for (uint j = 0; j < TN; ++j)
       cols[j] = B_RUNS != 0 ? min(n0 + tile_col(lane, j), p.n - 4 + (j & 3))
                        : min(n0 + tile_col(lane, j), p.n - 1);

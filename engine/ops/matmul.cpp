@@ -109,9 +109,9 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   }
 
   // The direct path reads k-contiguous operands (A not transposed, B transposed) as 4-vectors
-  // along k when their row and batch strides are multiples of 4, and an n-contiguous B (not
-  // transposed) as 4-vectors along n when n is too (each lane then owns runs of 4 columns, so
-  // its register block must be a multiple of 4 wide).
+  // along k when their row and batch strides are multiples of 4, an m-contiguous A (transposed)
+  // as 4-vectors along m when m is too, and an n-contiguous B (not transposed) along n when n is
+  // too (each lane then owns runs of 4 columns, so its block must be a multiple of 4 wide).
   uint32_t vec = 0;
   if (!cfg.shared) {
     if (!args.trans_a && push.lda % 4 == 0 && push.stride_a % 4 == 0) vec |= 1;
@@ -119,6 +119,7 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
     if (!args.trans_b && cfg.tn % 4 == 0 && args.n % 4 == 0 && push.ldb % 4 == 0 &&
         push.stride_b % 4 == 0)
       vec |= 4;
+    if (args.trans_a && args.m % 4 == 0 && push.lda % 4 == 0 && push.stride_a % 4 == 0) vec |= 8;
   }
   KernelSpec spec{args.dtype == DType::f16 ? "matmul_f16" : "matmul",
                   4,

@@ -32,7 +32,7 @@ struct Case {
 // Run on every tuning-table row and storage type. Together they cover sizes not divisible by
 // any tile (1, 7, 9, 33, 65, 70, 127, 129), every transpose pair, batch > 1 (and a B broadcast
 // over the batch), alpha/beta not 0/1, each epilogue, padded rows, and on the direct path every
-// 4-vector read mode (VEC = 1, 2, 3, 4 and 0) with a k tail that is not a multiple of 4.
+// 4-vector read mode (VEC = 1, 2, 3, 4 + 8 and 0) with a k tail that is not a multiple of 4.
 // Each case is its own pipeline, and pipeline compilation is most of this test's cold time on
 // lavapipe, hence five cases per row; k_extra_cases run on the device's own row only.
 const Case k_cases[] = {
@@ -44,9 +44,10 @@ const Case k_cases[] = {
     {33, 9, 129, 3, true, false, 0, 0.5f, 0.0f, ops::Epilogue::bias_relu, true},
     // tt, ldb = 36: VEC = 2.
     {7, 33, 32, 2, true, true, 4, -1.5f, 0.75f, ops::Epilogue::residual},
-    // nn, n = 100 and ldb = 104: B read along n (VEC bit 2) on direct rows 4k wide, with a
-    // partial last tile and a run clamped past n; k tail of 3.
-    {21, 100, 39, 2, false, false, 4, 1.0f, 0.0f, ops::Epilogue::bias_relu},
+    // tn, m = 28 (lda = 32) and n = 100 (ldb = 104): A read along m (VEC bit 3) and B along n
+    // (VEC bit 2, on direct rows 4k wide), with partial tiles and runs clamped past m and n;
+    // k tail of 3.
+    {28, 100, 39, 2, true, false, 4, 1.0f, 0.0f, ops::Epilogue::bias_relu},
 };
 const Case k_extra_cases[] = {
     {1, 1, 1, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
@@ -56,7 +57,7 @@ const Case k_extra_cases[] = {
     // B read in 4-column runs on the CPU rows (n = 132: a partial tile on every width), as A B
     // and as A^T B (the weight gradient's form).
     {100, 132, 64, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
-    {45, 132, 66, 2, true, false, 0, 1.0f, 0.0f, ops::Epilogue::bias},
+    {100, 132, 66, 2, true, false, 0, 1.0f, 0.0f, ops::Epilogue::bias},
 };
 
 constexpr uint32_t k_guard = 16;  // elements of poison before and after C's range
