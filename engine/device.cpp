@@ -50,6 +50,9 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
   f11.storageBuffer16BitAccess = info.storage16;
   f12.shaderFloat16 = info.fp16;
   f12.shaderInt8 = info.int8;
+  // Declared by the cooperative-matrix shaders (shaders/matmul_coopmat.comp); the device scope
+  // keeps the other shaders' Device-scope atomics valid under the model.
+  f12.vulkanMemoryModel = f12.vulkanMemoryModelDeviceScope = info.vulkan_memory_model;
   f11.pNext = &f12;
   void** tail = &f12.pNext;
   if (has(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME) && info.subgroup_size_control) {
@@ -96,6 +99,7 @@ Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& in
       queue_(queue) {
   // The host decided which features it enabled; rely on none beyond Vulkan 1.2 core.
   info_.fp16 = info_.int8 = info_.storage16 = info_.nv_coopmat = info_.khr_coopmat = false;
+  info_.nv_coopmat_f16_16x16x16 = info_.vulkan_memory_model = false;
   info_.subgroup_size_control = false;
   info_.memory_budget = false;
   info_.external_memory_host = false;
@@ -104,7 +108,7 @@ Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& in
 
 std::unique_ptr<Device> Device::create(std::shared_ptr<Instance> instance,
                                        const DeviceOptions& options) {
-  auto infos = query_all_devices(instance->physical_devices());
+  auto infos = query_all_devices(instance->physical_devices(), instance->get());
   const DeviceInfo& chosen = select_device(infos, options.selector);
   return std::make_unique<Device>(std::move(instance), chosen, options);
 }
@@ -118,7 +122,7 @@ std::unique_ptr<Device> Device::adopt(std::shared_ptr<Instance> instance, VkPhys
   uint32_t index = 0;
   for (uint32_t i = 0; i < physicals.size(); ++i)
     if (physicals[i] == physical) index = i;
-  DeviceInfo info = query_device_info(physical, index);
+  DeviceInfo info = query_device_info(physical, index, instance->get());
   info.compute_queue_family = queue_family;
   return std::unique_ptr<Device>(
       new Device(Adopted{}, std::move(instance), info, device, queue, options));

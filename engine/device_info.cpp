@@ -44,6 +44,29 @@ bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* n
                      [&](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
+// Whether VK_NV_cooperative_matrix lists the shape shaders/matmul_coopmat.comp multiplies:
+// 16x16x16, fp16 A and B, fp32 C and D, subgroup scope. The command belongs to a device
+// extension but takes a physical device, so only the instance's dispatch can reach it.
+bool nv_coopmat_has_f16_16x16x16(VkInstance instance, VkPhysicalDevice physical) {
+  if (instance == VK_NULL_HANDLE) return false;
+  auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  if (get == nullptr) return false;
+  uint32_t n = 0;
+  if (get(physical, &n, nullptr) != VK_SUCCESS || n == 0) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> shapes(
+      n, VkCooperativeMatrixPropertiesNV{VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  // VK_INCOMPLETE still fills the first n entries.
+  if (get(physical, &n, shapes.data()) < 0) return false;
+  shapes.resize(n);
+  return std::any_of(shapes.begin(), shapes.end(), [](const VkCooperativeMatrixPropertiesNV& s) {
+    return s.MSize == 16 && s.NSize == 16 && s.KSize == 16 &&
+           s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+           s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+           s.scope == VK_SCOPE_SUBGROUP_NV;
+  });
+}
+
 int type_rank(VkPhysicalDeviceType t) {
   switch (t) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
@@ -119,7 +142,7 @@ std::string DeviceInfo::driver_version_string() const {
   return s.str();
 }
 
-DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index) {
+DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstance instance) {
   DeviceInfo info;
   info.index = index;
   info.physical = physical;
@@ -157,7 +180,13 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index) {
   }
   VkPhysicalDeviceExternalMemoryHostPropertiesEXT host_import{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
-  if (info.external_memory_host) *tail = &host_import;
+  if (info.external_memory_host) {
+    *tail = &host_import;
+    tail = &host_import.pNext;
+  }
+  VkPhysicalDeviceCooperativeMatrixPropertiesNV coop_props{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+  if (info.nv_coopmat) *tail = &coop_props;
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &driver;
   vkGetPhysicalDeviceProperties2(physical, &props2);
@@ -200,14 +229,30 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_features{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   f11.pNext = &f12;
-  if (has_sg_control) f12.pNext = &sg_features;
+  void** ftail = &f12.pNext;
+  if (has_sg_control) {
+    *ftail = &sg_features;
+    ftail = &sg_features.pNext;
+  }
+  if (info.nv_coopmat) *ftail = &coop_features;
   VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features2.pNext = &f11;
   vkGetPhysicalDeviceFeatures2(physical, &features2);
   info.fp16 = f12.shaderFloat16;
   info.int8 = f12.shaderInt8;
   info.storage16 = f11.storageBuffer16BitAccess;
+  // Once vulkanMemoryModel is enabled, Device-scope atomics (embedding_bwd, ...) need its device
+  // scope too: enable the model only where both come (lavapipe has the first, not the second).
+  info.vulkan_memory_model = f12.vulkanMemoryModel && f12.vulkanMemoryModelDeviceScope;
+  // The extension without its feature cannot be enabled (engine/device.cpp enables both).
+  info.nv_coopmat = info.nv_coopmat && coop_features.cooperativeMatrix;
+  info.nv_coopmat_f16_16x16x16 =
+      info.nv_coopmat &&
+      (coop_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+      nv_coopmat_has_f16_16x16x16(instance, physical);
   info.subgroup_size_control = has_sg_control && sg_features.subgroupSizeControl;
 
   VkPhysicalDeviceMemoryProperties mem;
@@ -237,9 +282,11 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index) {
   return info;
 }
 
-std::vector<DeviceInfo> query_all_devices(const std::vector<VkPhysicalDevice>& physicals) {
+std::vector<DeviceInfo> query_all_devices(const std::vector<VkPhysicalDevice>& physicals,
+                                          VkInstance instance) {
   std::vector<DeviceInfo> out;
-  for (uint32_t i = 0; i < physicals.size(); ++i) out.push_back(query_device_info(physicals[i], i));
+  for (uint32_t i = 0; i < physicals.size(); ++i)
+    out.push_back(query_device_info(physicals[i], i, instance));
   return out;
 }
 
@@ -297,7 +344,8 @@ std::string devices_table(const std::vector<DeviceInfo>& devices) {
       << ", 16-bit storage " << (d.storage16 ? "yes" : "no") << ", cooperative matrix "
       << (d.khr_coopmat ? "KHR" : "") << (d.khr_coopmat && d.nv_coopmat ? "+" : "")
       << (d.nv_coopmat ? "NV" : "") << (!d.khr_coopmat && !d.nv_coopmat ? "no" : "")
-      << ", timestamps " << (d.timestamp_valid_bits ? "yes" : "no") << "\n";
+      << (d.nv_coopmat_f16_16x16x16 ? " (NV 16x16x16 fp16->fp32)" : "") << ", timestamps "
+      << (d.timestamp_valid_bits ? "yes" : "no") << "\n";
   }
   return s.str();
 }
@@ -336,6 +384,8 @@ std::string devices_json(const std::vector<DeviceInfo>& devices) {
         {"int8", d.int8},
         {"storage16", d.storage16},
         {"cooperative_matrix_nv", d.nv_coopmat},
+        {"cooperative_matrix_nv_f16_16x16x16", d.nv_coopmat_f16_16x16x16},
+        {"vulkan_memory_model", d.vulkan_memory_model},
         {"cooperative_matrix_khr", d.khr_coopmat},
         {"external_memory_host", d.external_memory_host},
         {"timestamps", d.timestamp_valid_bits != 0},

@@ -53,8 +53,18 @@ struct DeviceInfo {
   bool fp16 = false;         // shaderFloat16 arithmetic
   bool int8 = false;         // shaderInt8
   bool storage16 = false;    // storageBuffer16BitAccess
-  bool nv_coopmat = false;   // VK_NV_cooperative_matrix
+  bool nv_coopmat = false;   // VK_NV_cooperative_matrix and its cooperativeMatrix feature
   bool khr_coopmat = false;  // VK_KHR_cooperative_matrix
+  // VK_NV_cooperative_matrix lists a subgroup-scope M = N = K = 16 shape with fp16 A and B and
+  // fp32 C and D, usable from compute shaders: the one shaders/matmul_coopmat.comp multiplies.
+  // Queried only when query_device_info is given the instance (the query is an instance-level
+  // extension command); false otherwise.
+  bool nv_coopmat_f16_16x16x16 = false;
+  // vulkanMemoryModel and vulkanMemoryModelDeviceScope: cooperative-matrix shaders declare the
+  // VulkanMemoryModel capability (glslang's GL_KHR_memory_scope_semantics, which
+  // gl_ScopeSubgroup needs, turns it on), and with the model enabled the Device-scope atomics of
+  // other shaders need its device scope.
+  bool vulkan_memory_model = false;
   bool memory_budget = false;
   // VK_EXT_external_memory_host: host allocations can be imported as device memory (several
   // devices then share one host buffer; engine/exchange/shared_host_memory.h).
@@ -68,8 +78,12 @@ struct DeviceInfo {
   std::string driver_version_string() const;
 };
 
-DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index);
-std::vector<DeviceInfo> query_all_devices(const std::vector<VkPhysicalDevice>& physicals);
+// `instance` is the one `physical` came from; without it, capabilities that only an
+// instance-level extension command reports (nv_coopmat_f16_16x16x16) read as absent.
+DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index,
+                             VkInstance instance = VK_NULL_HANDLE);
+std::vector<DeviceInfo> query_all_devices(const std::vector<VkPhysicalDevice>& physicals,
+                                          VkInstance instance = VK_NULL_HANDLE);
 
 // Picks a device by selector: "" (best: discrete, then integrated, virtual, CPU), an index
 // ("1"), a vendor ("nvidia", "amd", "intel", "cpu", ...) or a case-insensitive substring of the

@@ -46,7 +46,7 @@ RegisterCommand reg("devices", "List Vulkan devices and their capabilities", [](
   sub.add_option("--device", *selector, "Device for --self-check: index, vendor or name part");
   return [=]() {
     Instance instance;
-    auto infos = query_all_devices(instance.physical_devices());
+    auto infos = query_all_devices(instance.physical_devices(), instance.get());
     if (*json) {
       std::cout << devices_json(infos) << "\n";
     } else {

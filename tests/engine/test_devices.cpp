@@ -5,10 +5,13 @@
 using namespace vkf;
 
 VKF_TEST_CASE("devices are enumerated with their capabilities", "[engine][device]") {
-  auto infos = query_all_devices(test::instance()->physical_devices());
+  // With the instance, so the cooperative-matrix shapes are queried too.
+  auto infos = query_all_devices(test::instance()->physical_devices(), test::instance()->get());
   REQUIRE(!infos.empty());
   for (const auto& d : infos) {
+    INFO(d.name);
     CHECK(!d.name.empty());
+    CHECK((!d.nv_coopmat_f16_16x16x16 || d.nv_coopmat));
     CHECK(!d.heaps.empty());
     CHECK(d.subgroup_size > 0);
     CHECK(d.min_subgroup_size <= d.subgroup_size);
@@ -19,6 +22,7 @@ VKF_TEST_CASE("devices are enumerated with their capabilities", "[engine][device
   REQUIRE(json.size() == infos.size());
   CHECK(json[0].contains("subgroup_size_min"));
   CHECK(json[0].contains("cooperative_matrix_nv"));
+  CHECK(json[0].contains("cooperative_matrix_nv_f16_16x16x16"));
   CHECK(devices_table(infos).find(infos[0].name) != std::string::npos);
 }
 
