@@ -56,10 +56,10 @@ function(vkf_add_shader_library target shader_dir)
       foreach(d ${parts})
         list(APPEND defines "-D${d}")
       endforeach()
-      if(NOT VKF_HAVE_NV_COOPMAT)
-        if(name MATCHES "coopmat")
-          continue()
-        endif()
+      # A variant that defines VKF_COOPMAT_NV uses GL_NV_cooperative_matrix: it is built only
+      # where glslc knows that extension (its emulated twin is built everywhere).
+      if(NOT VKF_HAVE_NV_COOPMAT AND "VKF_COOPMAT_NV=1" IN_LIST parts)
+        continue()
       endif()
       set(out ${gen_dir}/${name}.inc)
       add_custom_command(

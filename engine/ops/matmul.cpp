@@ -4,6 +4,7 @@
 
 #include "engine/error.h"
 #include "engine/launch.h"
+#include "engine/shader_registry.h"
 
 namespace vkf::ops {
 namespace {
@@ -44,7 +45,14 @@ void check_ld(const MatmulArgs& args, const char* name, uint32_t ld, uint32_t mi
                 std::to_string(min));
 }
 
+constexpr const char* k_coopmat_shader = "matmul_coopmat";
+constexpr const char* k_coopmat_emulated_shader = "matmul_coopmat_emulated";
+
 }  // namespace
+
+bool matmul_coopmat_built() {
+  return !shaders::find(k_coopmat_shader).empty();
+}
 
 void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   const DeviceInfo& info = dev.info();
@@ -56,9 +64,21 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
     throw Error(shape_of(args) + ": f16 storage needs storageBuffer16BitAccess, which " +
                 dev.label() + " lacks");
   const MatmulConfig& cfg = args.config ? *args.config : choose_matmul_config(info, args.trans_b);
-  if (!matmul_config_fits(cfg, info))
-    throw Error(shape_of(args) + ": configuration '" + cfg.name + "' exceeds the limits of " +
-                dev.label());
+  if (cfg.coopmat && args.dtype != DType::f16)
+    throw Error(shape_of(args) + ": configuration '" + cfg.name +
+                "' (tensor cores) multiplies f16 storage only, not " + dtype_name(args.dtype));
+  if (args.emulate_coopmat && !cfg.coopmat)
+    throw Error(shape_of(args) + ": emulate_coopmat applies to coopmat rows, not '" + cfg.name +
+                "'");
+  const bool emulated = args.emulate_coopmat;
+  if (cfg.coopmat && !emulated && !matmul_coopmat_built())
+    throw Error(shape_of(args) + ": configuration '" + cfg.name + "' needs the " +
+                k_coopmat_shader +
+                " kernel, which this build lacks (glslc did not support GL_NV_cooperative_matrix "
+                "when CMake configured it)");
+  if (const std::string why = matmul_config_misfit(cfg, info, emulated); !why.empty())
+    throw Error(shape_of(args) + ": configuration '" + cfg.name + "' does not fit " + dev.label() +
+                ": " + why);
   if (args.batch > info.max_workgroup_count[2])
     throw Error(shape_of(args) + ": batch " + std::to_string(args.batch) + " exceeds " +
                 std::to_string(info.max_workgroup_count[2]) + " workgroups in z");
@@ -113,7 +133,12 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   // as 4-vectors along m when m is too, and an n-contiguous B (not transposed) along n when n is
   // too (each lane then owns runs of 4 columns, so its block must be a multiple of 4 wide).
   uint32_t vec = 0;
-  if (!cfg.shared) {
+  if (cfg.coopmat) {
+    // Tiles are staged along each operand's contiguous dimension as 4-vectors (8 bytes) where
+    // the row and batch strides and the binding's offset keep every run of 4 aligned.
+    if (push.lda % 4 == 0 && push.stride_a % 4 == 0 && args.a.offset % 8 == 0) vec |= 1;
+    if (push.ldb % 4 == 0 && push.stride_b % 4 == 0 && args.b.offset % 8 == 0) vec |= 2;
+  } else if (!cfg.shared) {
     if (!args.trans_a && push.lda % 4 == 0 && push.stride_a % 4 == 0) vec |= 1;
     if (args.trans_b && push.ldb % 4 == 0 && push.stride_b % 4 == 0) vec |= 2;
     if (!args.trans_b && cfg.tn % 4 == 0 && args.n % 4 == 0 && push.ldb % 4 == 0 &&
@@ -121,7 +146,11 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
       vec |= 4;
     if (args.trans_a && args.m % 4 == 0 && push.lda % 4 == 0 && push.stride_a % 4 == 0) vec |= 8;
   }
-  KernelSpec spec{args.dtype == DType::f16 ? "matmul_f16" : "matmul",
+  // The coopmat kernel reads the same constants (tm, tn: one subgroup's block; shared unused).
+  KernelSpec spec{emulated                   ? k_coopmat_emulated_shader
+                  : cfg.coopmat              ? k_coopmat_shader
+                  : args.dtype == DType::f16 ? "matmul_f16"
+                                             : "matmul",
                   4,
                   sizeof(Push),
                   {cfg.workgroup, cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.shared ? 1u : 0u,

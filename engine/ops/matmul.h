@@ -1,7 +1,8 @@
 #pragma once
 // Batched, strided GEMM with fused epilogues:
 //   C = alpha * op(A) * op(B) + beta * C, then + bias[n] | relu(. + bias[n]) | + R[m, n].
-// The kernel is shaders/matmul.comp; tiles come from the tuning table (matmul_tuning.h).
+// The kernel is shaders/matmul.comp, or shaders/matmul_coopmat.comp (NVIDIA tensor cores, f16
+// storage) for a forced coopmat row; tiles come from the tuning table (matmul_tuning.h).
 #include <cstdint>
 #include <optional>
 
@@ -35,8 +36,16 @@ struct MatmulArgs {
   DType dtype = DType::f32;  // f32, or f16 storage (fp32 arithmetic) on devices with storage16
   // Forces a tuning-table row (tests, benches); nullptr = choose_matmul_config(device, trans_b).
   const MatmulConfig* config = nullptr;
+  // For a coopmat row only (tests): run its kernel with the 16x16 fragment products in plain
+  // fp32 arithmetic (shaders/common/coopmat_fragment.glsl) instead of tensor cores, so that its
+  // staging, edges and epilogue are checked on devices without VK_NV_cooperative_matrix. Slow.
+  bool emulate_coopmat = false;
 };
 
 void matmul(Device& dev, Recorder& rec, const MatmulArgs& args);
+
+// Whether this build has the tensor-core kernel for coopmat rows: it is compiled only where
+// glslc knew GL_NV_cooperative_matrix at configure time (VKF_HAVE_NV_COOPMAT).
+bool matmul_coopmat_built();
 
 }  // namespace vkf::ops

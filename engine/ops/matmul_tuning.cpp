@@ -5,7 +5,7 @@
 namespace vkf::ops {
 namespace {
 
-// Rows: name, workgroup, bm, bn, bk, tm, tn, shared.
+// Rows: name, workgroup, bm, bn, bk, tm, tn, shared[, coopmat].
 constexpr MatmulConfig k_configs[] = {
     // NVIDIA (Turing..Hopper): 128x128 tiles, 8x8 per thread, 16 KiB of shared memory, 256
     // threads; enough independent FMAs per thread to hide latency at 2 blocks per SM.
@@ -25,6 +25,11 @@ constexpr MatmulConfig k_configs[] = {
     // a block 4k wide), 32 x 8 beat 32 x 4 and 32 x 6 (0.37 of OpenBLAS against 0.32 and 0.29).
     {"cpu_direct16", 16, 32, 96, 1, 32, 6, false},
     {"cpu_direct16_nn", 16, 32, 128, 1, 32, 8, false},
+    // NVIDIA tensor cores (VK_NV_cooperative_matrix, f16 storage): 4 subgroups of 32 on a 64x64
+    // tile, each a 32x32 block of 2x2 16x16 fragments, k staged 32 at a time (14 KiB of shared
+    // memory). Not verified on NVIDIA hardware yet, so never chosen automatically: force it
+    // (MatmulArgs::config, VKF_MATMUL_CONFIG=nvidia_coopmat in the benches) to try it.
+    {"nvidia_coopmat", 128, 64, 64, 32, 32, 32, true, true},
     // Any conformant device: 64 threads and 2 KiB of shared memory are below every required
     // minimum (128 invocations, 16 KiB).
     {"fallback", 64, 32, 32, 8, 4, 4, true},
@@ -44,15 +49,46 @@ const MatmulConfig& matmul_config(const std::string& name) {
   throw Error("no matmul configuration named '" + name + "' (have: " + names + ")");
 }
 
+std::string matmul_config_misfit(const MatmulConfig& c, const DeviceInfo& info,
+                                 bool emulated_coopmat) {
+  const std::string wg = std::to_string(c.workgroup);
+  if (c.coopmat && emulated_coopmat) {
+    if (!info.storage16) return "no storageBuffer16BitAccess";
+    if (!info.fp16) return "no shaderFloat16 (fp16 shared-memory tiles)";
+    // shaders/common/coopmat_fragment.glsl: virtual subgroups of 32 invocations.
+    if (c.subgroups() * 32 != c.workgroup)
+      return "a workgroup of " + wg + " is not " + std::to_string(c.subgroups()) +
+             " emulated subgroups of 32";
+  } else if (c.coopmat) {
+    if (!info.nv_coopmat_f16_16x16x16)
+      return "no VK_NV_cooperative_matrix shape 16x16x16 with fp16 A, B and fp32 C, D at "
+             "subgroup scope";
+    if (!info.storage16) return "no storageBuffer16BitAccess";
+    if (!info.fp16) return "no shaderFloat16 (fp16 fragments and shared-memory tiles)";
+    if (!info.vulkan_memory_model) return "no vulkanMemoryModel";
+    // The shader gives each subgroup one block of C: the workgroup must be exactly that many.
+    if (info.subgroup_size * c.subgroups() != c.workgroup)
+      return "a workgroup of " + wg + " is not " + std::to_string(c.subgroups()) +
+             " subgroups of " + std::to_string(info.subgroup_size);
+  } else if (!c.shared) {
+    // The direct (no shared memory) path shares A across one subgroup with subgroupShuffle.
+    if (!info.subgroup_shuffle) return "no subgroupShuffle in compute shaders";
+    if (info.subgroup_size != c.workgroup &&
+        !(info.subgroup_size_control && info.min_subgroup_size <= c.workgroup &&
+          c.workgroup <= info.max_subgroup_size))
+      return "needs subgroups of " + wg + " but has " + std::to_string(info.subgroup_size);
+  }
+  if (c.workgroup > info.max_workgroup_invocations || c.workgroup > info.max_workgroup_size[0])
+    return "a workgroup of " + wg + " exceeds the limit of " +
+           std::to_string(std::min(info.max_workgroup_invocations, info.max_workgroup_size[0]));
+  if (c.shared_bytes() > info.shared_memory_bytes)
+    return std::to_string(c.shared_bytes()) + " bytes of shared memory exceed the limit of " +
+           std::to_string(info.shared_memory_bytes);
+  return "";
+}
+
 bool matmul_config_fits(const MatmulConfig& c, const DeviceInfo& info) {
-  // The direct (no shared memory) path shares A across one subgroup with subgroupShuffle.
-  const bool subgroup_ok =
-      c.shared || (info.subgroup_shuffle &&
-                   (info.subgroup_size == c.workgroup ||
-                    (info.subgroup_size_control && info.min_subgroup_size <= c.workgroup &&
-                     c.workgroup <= info.max_subgroup_size)));
-  return subgroup_ok && c.workgroup <= info.max_workgroup_invocations &&
-         c.workgroup <= info.max_workgroup_size[0] && c.shared_bytes() <= info.shared_memory_bytes;
+  return matmul_config_misfit(c, info).empty();
 }
 
 const MatmulConfig& choose_matmul_config(const DeviceInfo& info, bool b_transposed) {

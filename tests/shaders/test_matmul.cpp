@@ -8,6 +8,11 @@
 //                accumulation plus one fp16 rounding of the stored result (2^-11 relative).
 // Elements outside the written [m, n] grid (row padding, batch gaps, guard zones before and after
 // C) must come back bit for bit unchanged.
+//
+// Tensor-core (coopmat) rows are f16 only and need an NVIDIA device with
+// VK_NV_cooperative_matrix: they have their own test case, which is skipped, saying why, on
+// every other device (lavapipe). Their kernel also runs everywhere with its fragment products
+// emulated in plain arithmetic, which checks all of it but the tensor-core instructions.
 #include <cstring>
 #include <string>
 
@@ -49,6 +54,16 @@ const Case k_cases[] = {
     // k tail of 3.
     {28, 100, 39, 2, true, false, 4, 1.0f, 0.0f, ops::Epilogue::bias_relu},
 };
+// Coopmat rows (64x64 tiles, 32x32 per subgroup, k steps of 32 in 16-deep fragments): full
+// tiles, fragment and k edges inside a tile, every transpose pair with 4-aligned strides (the
+// 4-vector staging) and without, and a k that is one fragment past a step.
+const Case k_coopmat_cases[] = {
+    {64, 64, 64, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
+    {128, 192, 96, 2, false, true, 0, 1.0f, 0.25f, ops::Epilogue::bias},
+    {80, 48, 48, 1, true, false, 8, 2.0f, 0.0f, ops::Epilogue::bias_relu},
+    {130, 70, 50, 2, true, true, 0, 1.0f, 0.0f, ops::Epilogue::residual},
+    {17, 200, 300, 1, false, false, 1, 0.5f, 0.0f, ops::Epilogue::none},
+};
 const Case k_extra_cases[] = {
     {1, 1, 1, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
     {129, 65, 7, 1, false, true, 0, 1.0f, 1.0f, ops::Epilogue::none},
@@ -81,8 +96,9 @@ std::vector<float> download(Device& dev, const BufferRef& src, size_t n, DType t
   return test::download_as(dev, src, n, t);
 }
 
-void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c, uint32_t seed) {
-  INFO(describe(cfg, t, c));
+void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c, uint32_t seed,
+              bool emulate_coopmat = false) {
+  INFO(describe(cfg, t, c) << (emulate_coopmat ? " (emulated fragments)" : ""));
   const uint32_t es = dtype_bytes(t);
   // f32 poison is test::k_poison; f16 cannot hold it, so -65504 (no product of our inputs).
   const float poison = t == DType::f32 ? test::k_poison : -65504.0f;
@@ -141,6 +157,7 @@ void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c,
   args.alpha = c.alpha, args.beta = c.beta, args.epilogue = c.epilogue;
   args.dtype = t;
   args.config = &cfg;
+  args.emulate_coopmat = emulate_coopmat;
   Recorder rec(dev);
   ops::matmul(dev, rec, args);
   rec.finish().run();
@@ -174,6 +191,8 @@ VKF_TEST_CASE("matmul matches the reference for every tuning-table row", "[shade
   else
     WARN(dev.label() << " has no 16-bit storage: the f16 variant is not tested");
   for (const ops::MatmulConfig& cfg : ops::matmul_configs()) {
+    // f16 only and vendor-specific: see "the NV cooperative-matrix rows" below.
+    if (cfg.coopmat) continue;
     // The direct rows are each for one subgroup width (lavapipe's is fixed per process: 8, or
     // 16 under LP_NATIVE_VECTOR_WIDTH=512; scripts/test runs the shader tests at both).
     if (!cfg.shared && !ops::matmul_config_fits(cfg, dev.info())) {
@@ -186,6 +205,44 @@ VKF_TEST_CASE("matmul matches the reference for every tuning-table row", "[shade
       uint32_t seed = 1;
       for (const Case& c : k_cases) run_case(dev, cfg, t, c, seed += 10);
     }
+  }
+}
+
+VKF_TEST_CASE("matmul: the NV cooperative-matrix rows match the reference (f16)",
+              "[shaders][matmul][coopmat]") {
+  Device& dev = test::device();
+  for (const ops::MatmulConfig& cfg : ops::matmul_configs()) {
+    if (!cfg.coopmat) continue;
+    // VKF_SKIP ends the test case: every coopmat row needs the same kernel and features.
+    if (!ops::matmul_coopmat_built())
+      VKF_SKIP("row " << cfg.name
+                      << " not run: this build has no matmul_coopmat kernel (glslc lacked "
+                         "GL_NV_cooperative_matrix at configure time)");
+    if (const std::string why = ops::matmul_config_misfit(cfg, dev.info()); !why.empty())
+      VKF_SKIP("row " << cfg.name << " not run: " << dev.label() << ": " << why);
+    // Everything the f16 storage tests use (shapes, transposes, epilogues, batches, padding,
+    // B broadcast), then edges specific to the fragment tiling.
+    uint32_t seed = 1;
+    for (const Case& c : k_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+    for (const Case& c : k_extra_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+    for (const Case& c : k_coopmat_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+  }
+}
+
+// The coopmat kernel with its fragment operations emulated (shaders/common/coopmat_fragment.glsl):
+// the same staging, zero fill, transposes, scratch and epilogue as on tensor cores, so a fault in
+// any of them fails here, on every device, and not only where VK_NV_cooperative_matrix exists.
+VKF_TEST_CASE("matmul: the coopmat rows' kernel with emulated fragments matches the reference",
+              "[shaders][matmul][coopmat]") {
+  Device& dev = test::device();
+  for (const ops::MatmulConfig& cfg : ops::matmul_configs()) {
+    if (!cfg.coopmat) continue;
+    if (const std::string why = ops::matmul_config_misfit(cfg, dev.info(), true); !why.empty())
+      VKF_SKIP("row " << cfg.name << " not run emulated: " << dev.label() << ": " << why);
+    uint32_t seed = 7;
+    for (const Case& c : k_cases) run_case(dev, cfg, DType::f16, c, seed += 10, true);
+    for (const Case& c : k_extra_cases) run_case(dev, cfg, DType::f16, c, seed += 10, true);
+    for (const Case& c : k_coopmat_cases) run_case(dev, cfg, DType::f16, c, seed += 10, true);
   }
 }
 
@@ -208,6 +265,15 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
     INFO(cfg.name);
     CHECK(cfg.bm % cfg.tm == 0);
     CHECK(cfg.bn % cfg.tn == 0);
+    if (cfg.coopmat) {
+      // One subgroup per tm x tn block of 16x16 fragments; k in 16-deep fragments.
+      CHECK(cfg.shared);
+      CHECK(cfg.tm % 16 == 0);
+      CHECK(cfg.tn % 16 == 0);
+      CHECK(cfg.bk % 16 == 0);
+      CHECK(cfg.workgroup % cfg.subgroups() == 0);
+      continue;
+    }
     CHECK((cfg.bm / cfg.tm) * (cfg.bn / cfg.tn) == cfg.workgroup);
     if (!cfg.shared) {
       CHECK(cfg.bm == cfg.tm);
@@ -236,6 +302,32 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
   cpu.subgroup_size = cpu.min_subgroup_size = cpu.max_subgroup_size = 4;  // SwiftShader-like
   CHECK(std::string(ops::choose_matmul_config(cpu).name) == "fallback");
   CHECK_THROWS_WITH(ops::matmul_config("nope"), Catch::Contains("fallback"));
+
+  // An NVIDIA GPU with every feature the coopmat row needs still gets the plain row: coopmat
+  // rows are only ever forced until verified on hardware.
+  DeviceInfo nv;
+  nv.vendor = Vendor::nvidia;
+  nv.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  nv.max_workgroup_invocations = 1024;
+  nv.max_workgroup_size = {1024, 1024, 64};
+  nv.shared_memory_bytes = 49152;
+  nv.subgroup_size = nv.min_subgroup_size = nv.max_subgroup_size = 32;
+  nv.subgroup_shuffle = true;
+  nv.storage16 = nv.fp16 = nv.vulkan_memory_model = true;
+  nv.nv_coopmat = nv.nv_coopmat_f16_16x16x16 = true;
+  const ops::MatmulConfig& coop = ops::matmul_config("nvidia_coopmat");
+  CHECK(ops::matmul_config_fits(coop, nv));
+  CHECK(std::string(ops::choose_matmul_config(nv).name) == "nvidia");
+  CHECK(std::string(ops::choose_matmul_config(nv, false).name) == "nvidia");
+  DeviceInfo no_shape = nv;
+  no_shape.nv_coopmat_f16_16x16x16 = false;
+  CHECK_THAT(ops::matmul_config_misfit(coop, no_shape), Catch::Contains("16x16x16"));
+  DeviceInfo wave64 = nv;  // 128 invocations are not 4 subgroups of 64
+  wave64.subgroup_size = wave64.min_subgroup_size = wave64.max_subgroup_size = 64;
+  CHECK_THAT(ops::matmul_config_misfit(coop, wave64), Catch::Contains("subgroups of 64"));
+  DeviceInfo no_vmm = nv;
+  no_vmm.vulkan_memory_model = false;
+  CHECK(!ops::matmul_config_fits(coop, no_vmm));
 }
 
 VKF_TEST_CASE("matmul checks its arguments", "[shaders][matmul]") {
@@ -253,4 +345,21 @@ VKF_TEST_CASE("matmul checks its arguments", "[shaders][matmul]") {
   args.lda.reset();
   args.epilogue = ops::Epilogue::bias;
   CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("bias is not bound"));
+
+  // Emulation is for coopmat rows only.
+  args.epilogue = ops::Epilogue::none;
+  args.emulate_coopmat = true;
+  CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("applies to coopmat rows"));
+  args.emulate_coopmat = false;
+  // A forced coopmat row says why it cannot run: f32 storage always; f16 where the build or
+  // the device lacks the path (lavapipe).
+  args.config = &ops::matmul_config("nvidia_coopmat");
+  CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("f16 storage only"));
+  if (dev.info().storage16) {
+    args.dtype = DType::f16;
+    if (!ops::matmul_coopmat_built())
+      CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("GL_NV_cooperative_matrix"));
+    else if (!ops::matmul_config_fits(*args.config, dev.info()))
+      CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("does not fit"));
+  }
 }
