@@ -1,31 +1,47 @@
-// fp32 matmul throughput, side by side with OpenBLAS cblas_sgemm on the same shapes in the same
-// run. The GPU is timed by replaying a recorded Sequence (uploads excluded); on lavapipe both run
-// on the same CPU cores, so the vkf/openblas ratio is the meaningful figure there.
+// Matmul throughput, fp32 and f16 storage, side by side with OpenBLAS cblas_sgemm (fp32, same
+// CPU) and PyTorch's torch.matmul (bench/torch_matmul.py: cuBLAS with TF32 off on a CUDA machine,
+// else the CPU) on the same shapes in the same run. The device is timed by replaying a recorded
+// Sequence (uploads excluded); on lavapipe vkf, OpenBLAS and CPU PyTorch run on the same cores,
+// so the ratios are the meaningful figures there.
 //
 //   ./bench/bench_matmul                          all shapes
-//   VKF_BENCH_SKIP_LARGE=1 ./bench/bench_matmul   skip the vocabulary projection
+//   VKF_BENCH_SKIP_LARGE=1 ./bench/bench_matmul   skip the vocabulary projection and the like
+//   VKF_BENCH_F16_ALL=1                           f16 rows at every shape (default: the smaller)
+//   VKF_BENCH_TORCH=0                             no PyTorch; VKF_PYTHON picks its interpreter
 //   VKF_BENCH_DEVICE=<selector>                   pick the Vulkan device (default: best)
-//   VKF_MATMUL_CONFIG=<row>                       force a tuning-table row (default: device's)
+//   VKF_MATMUL_CONFIG=<row>                       force a tuning-table row (default: device's);
+//                                                 rows the device or dtype refuses are skipped
+//                                                 (nvidia_coopmat: f16 only)
 //   VKF_MATMUL_TILE=wg,bm,bn,bk,tm,tn,shared      try a configuration not in the table (tuning)
 //
-// Counters: GFLOP/s (2 m n k per call), and on the vkf rows ratio_openblas = vkf GFLOP/s /
-// OpenBLAS GFLOP/s at the same shape (OpenBLAS is benchmarked first) and ratio_peak = vkf GFLOP/s
-// / the device's measured fp32 FMA rate (peak_GFLOP/s, bench/bench_peak.h).
+// Rows: openblas_sgemm, vkf_matmul_f32 and vkf_matmul_f16 (fp16 storage, fp32 arithmetic), with
+// arguments m/n/k/form. Counters: GFLOP/s (2 m n k per call); on the vkf rows ratio_openblas =
+// vkf GFLOP/s / OpenBLAS GFLOP/s at the same shape (f32 rows; OpenBLAS is benchmarked first),
+// torch_GFLOP/s and ratio_torch = vkf GFLOP/s / PyTorch GFLOP/s at the same shape, form and
+// dtype (PyTorch runs once, before the first vkf row, for every vkf row the filter selects; the
+// label names what it ran on), and ratio_peak = vkf GFLOP/s / the device's measured fp32 FMA
+// rate (peak_GFLOP/s, bench/bench_peak.h).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <exception>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
+#include <regex>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "bench/bench_peak.h"
+#include "bench/torch_side.h"
 #include "engine/engine.h"
 #include "engine/ops/matmul.h"
 
@@ -36,6 +52,7 @@
 namespace {
 
 using Shape = std::tuple<int64_t, int64_t, int64_t, int64_t>;  // m, n, k, form
+using Case = std::tuple<int64_t, int64_t, int64_t, int64_t, vkf::DType>;
 
 struct Shared {
   std::shared_ptr<vkf::Instance> instance;
@@ -55,12 +72,50 @@ Shared& shared() {
   return s;
 }
 
+bool env_is(const char* name, const char* value) {
+  const char* e = std::getenv(name);
+  return e && std::string(e) == value;
+}
+
 std::vector<float> random_floats(size_t n, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   std::vector<float> v(n);
   for (float& x : v) x = d(gen);
   return v;
+}
+
+// IEEE binary16 bits of f, rounded to nearest even (subnormals included; inf beyond 65504).
+uint16_t to_half(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = (x >> 16) & 0x8000u, abs = x & 0x7fffffffu;
+  if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
+  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds past 65504: inf
+  uint32_t mant, shift;
+  if (abs >= 0x38800000u) {  // normal half: rebias the exponent (127 -> 15), drop 13 bits
+    mant = abs - 0x38000000u;
+    shift = 13;
+  } else {  // subnormal half: units of 2^-24
+    shift = 126 - (abs >> 23);
+    if (shift > 24) return uint16_t(sign);
+    mant = (abs & 0x7fffffu) | 0x800000u;
+  }
+  uint32_t h = mant >> shift;
+  const uint32_t rest = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+  if (rest > halfway || (rest == halfway && (h & 1))) ++h;  // a carry moves up the exponent
+  return uint16_t(sign | h);
+}
+
+// v stored as `dtype` (f32, or f16 rounded to nearest even) into b.
+void upload_as(vkf::Device& dev, const vkf::BufferRef& b, const std::vector<float>& v,
+               vkf::DType dtype) {
+  if (dtype == vkf::DType::f32) {
+    dev.upload(b, v);
+    return;
+  }
+  std::vector<uint16_t> h(v.size());
+  std::transform(v.begin(), v.end(), h.begin(), to_half);
+  dev.upload(b, h);
 }
 
 // CPU seconds of the whole process (all threads: lavapipe's workers, OpenBLAS's pool). The
@@ -90,54 +145,141 @@ bool large(int64_t m, int64_t n, int64_t k) {
   return double(m) * n * k > 8e9;
 }
 
+bool skipped_large(int64_t m, int64_t n, int64_t k) {
+  return large(m, n, k) && env_is("VKF_BENCH_SKIP_LARGE", "1");
+}
+
 bool skip(benchmark::State& state, int64_t m, int64_t n, int64_t k) {
-  const char* e = std::getenv("VKF_BENCH_SKIP_LARGE");
-  if (large(m, n, k) && e && std::string(e) == "1") {
+  if (skipped_large(m, n, k)) {
     state.SkipWithError("skipped: VKF_BENCH_SKIP_LARGE=1");
     return true;
   }
   return false;
 }
 
+// The PyTorch side: every vkf row registered (with the name Google Benchmark gives it), and
+// torch_matmul.py's figures for those the filter selects, from one run of it.
+struct TorchRow {
+  Case c;
+  std::string name;
+};
+
+std::vector<TorchRow>& vkf_rows() {
+  static std::vector<TorchRow> rows;
+  return rows;
+}
+
+// Whether --benchmark_filter selects `name`, as Google Benchmark decides it (an extended regex
+// searched in the name, a leading '-' negates, "" and "all" select everything).
+bool selected(const std::string& name) {
+  std::string spec = benchmark::GetBenchmarkFilter();
+  if (spec.empty() || spec == "all") spec = ".";
+  const bool negative = spec[0] == '-';
+  if (negative) spec.erase(0, 1);
+  try {
+    return std::regex_search(name, std::regex(spec, std::regex::extended)) != negative;
+  } catch (const std::regex_error&) {
+    return true;
+  }
+}
+
+struct TorchFigures {
+  std::string backend;  // "torch 2.x on cuda:NVIDIA H100 ... cublas", "torch 1.13 on cpu ..."
+  std::map<Case, double> gflops;
+  std::map<Case, std::string> errors;  // e.g. fp16 matmul on a CPU build without it
+};
+
+const TorchFigures& torch_figures() {
+  static const TorchFigures figures = [] {
+    TorchFigures r;
+    std::string shapes;
+    for (const TorchRow& row : vkf_rows()) {
+      const auto& [m, n, k, form, dtype] = row.c;
+      if (!selected(row.name) || skipped_large(m, n, k)) continue;
+      if (dtype == vkf::DType::f16 && !shared().device->info().storage16) continue;
+      if (!shapes.empty()) shapes += ',';
+      for (int64_t d : {m, n, k}) shapes.append(std::to_string(d)).append("x");
+      shapes.append(std::to_string(form)).append(":").append(vkf::dtype_name(dtype));
+    }
+    if (shapes.empty()) return r;
+    const nlohmann::json j = vkf::bench::run_torch("torch_matmul.py --shapes " + shapes);
+    if (j.is_null()) return r;
+    r.backend = "torch " + j.value("torch", "?") + " on " + j.value("backend", "?");
+    std::fprintf(stderr, "PyTorch side: %s\n", r.backend.c_str());
+    try {
+      for (const auto& e : j.value("results", nlohmann::json::array())) {
+        const Case c{e.at("m").get<int64_t>(), e.at("n").get<int64_t>(), e.at("k").get<int64_t>(),
+                     e.at("form").get<int64_t>(),
+                     e.at("dtype").get<std::string>() == "f16" ? vkf::DType::f16 : vkf::DType::f32};
+        if (e.contains("gflops"))
+          r.gflops[c] = e["gflops"].get<double>();
+        else
+          r.errors[c] = e.value("error", "no figure");
+      }
+    } catch (const nlohmann::json::exception& e) {
+      std::fprintf(stderr, "PyTorch side: unexpected JSON (%s)\n", e.what());
+    }
+    return r;
+  }();
+  return figures;
+}
+
 // The 4th argument is the form: 0 = A B, 1 = A B^T (a Linear's forward), 2 = A^T B (its
 // weight gradient; A^T is not split into row blocks, so it must fit one binding).
-void bm_vkf(benchmark::State& state) {
+void bm_vkf(benchmark::State& state, vkf::DType dtype) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const int64_t form = state.range(3);
   const bool trans_a = form == 2, trans_b = form == 1;
   if (skip(state, m, n, k)) return;
   vkf::Device& dev = *shared().device;
-  // C (and A) are split into row blocks that each fit one storage-buffer binding
-  // (maxStorageBufferRange is 128 MiB on lavapipe: the vocabulary projection's C is 578 MiB).
-  const uint64_t max_bytes = std::min<uint64_t>(dev.info().max_storage_buffer_range, 1ull << 30);
-  const int64_t rows =
-      trans_a ? m : std::min<int64_t>(m, int64_t(max_bytes / (4 * std::max(n, k))));
-  vkf::Buffer b = dev.allocate(k * n * 4, "B");
-  dev.upload(b, random_floats(k * n, 2));
-  std::vector<vkf::Buffer> as, cs;
-  vkf::Recorder rec(dev);
-  for (int64_t m0 = 0; m0 < m; m0 += rows) {
-    const int64_t mc = std::min(rows, m - m0);
-    as.push_back(dev.allocate(mc * k * 4, "A"));
-    cs.push_back(dev.allocate(mc * n * 4, "C"));
-    dev.upload(as.back(), random_floats(mc * k, uint32_t(1 + m0)));
-    vkf::ops::MatmulArgs args;
-    args.a = as.back();
-    args.b = b;
-    args.c = cs.back();
-    args.m = uint32_t(mc), args.n = uint32_t(n), args.k = uint32_t(k);
-    args.trans_a = trans_a;
-    args.trans_b = trans_b;
-    args.config = forced_config();
-    vkf::ops::matmul(dev, rec, args);
+  if (dtype == vkf::DType::f16 && !dev.info().storage16) {
+    state.SkipWithError(
+        ("skipped: " + dev.info().name + " has no 16-bit storage (storageBuffer16BitAccess)")
+            .c_str());
+    return;
   }
-  vkf::Sequence seq = rec.finish();
-  seq.run();  // warm-up: pipeline creation and first-touch of memory
+  const TorchFigures& torch = torch_figures();  // before this row's buffers: PyTorch runs alone
+  const int64_t esize = vkf::dtype_bytes(dtype);
+  std::vector<vkf::Buffer> buffers;  // B, then A and C of each row block; as long as seq lives
+  std::optional<vkf::Sequence> seq;
+  try {
+    // C (and A) are split into row blocks that each fit one storage-buffer binding
+    // (maxStorageBufferRange is 128 MiB on lavapipe: the vocabulary projection's C is 578 MiB).
+    const uint64_t max_bytes = std::min<uint64_t>(dev.info().max_storage_buffer_range, 1ull << 30);
+    const int64_t rows =
+        trans_a ? m : std::min<int64_t>(m, int64_t(max_bytes / (esize * std::max(n, k))));
+    buffers.push_back(dev.allocate(k * n * esize, "B"));
+    upload_as(dev, buffers.back(), random_floats(k * n, 2), dtype);
+    const vkf::BufferRef b = buffers.back();
+    vkf::Recorder rec(dev);
+    for (int64_t m0 = 0; m0 < m; m0 += rows) {
+      const int64_t mc = std::min(rows, m - m0);
+      buffers.push_back(dev.allocate(mc * k * esize, "A"));
+      upload_as(dev, buffers.back(), random_floats(mc * k, uint32_t(1 + m0)), dtype);
+      vkf::ops::MatmulArgs args;
+      args.a = buffers.back();
+      buffers.push_back(dev.allocate(mc * n * esize, "C"));
+      args.c = buffers.back();
+      args.b = b;
+      args.m = uint32_t(mc), args.n = uint32_t(n), args.k = uint32_t(k);
+      args.trans_a = trans_a;
+      args.trans_b = trans_b;
+      args.dtype = dtype;
+      args.config = forced_config();
+      vkf::ops::matmul(dev, rec, args);
+    }
+    seq.emplace(rec.finish());
+    seq->run();  // warm-up: pipeline creation and first-touch of memory
+  } catch (const std::exception& e) {
+    // A forced row that this device or dtype refuses (nvidia_coopmat with f32), or memory.
+    state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
+    return;
+  }
   double seconds = 0;
   const double cpu0 = process_cpu_seconds();
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
-    seq.run();
+    seq->run();
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   const double flops = 2.0 * m * n * k;
@@ -146,11 +288,25 @@ void bm_vkf(benchmark::State& state) {
       flops * double(state.iterations()) * 1e-9 / (process_cpu_seconds() - cpu0);
   const auto* forced = forced_config();
   const auto& config = forced ? *forced : vkf::ops::choose_matmul_config(dev.info(), trans_b);
-  state.SetLabel(dev.info().name + " config=" + config.name +
-                 " dispatches=" + std::to_string(seq.dispatch_count()));
+  std::string label = dev.info().name + " config=" + config.name +
+                      " dispatches=" + std::to_string(seq->dispatch_count());
+  if (seconds <= 0) {
+    state.SetLabel(label);
+    return;
+  }
+  const double gflops = flops * double(state.iterations()) / seconds * 1e-9;
   auto it = shared().openblas_gflops.find({m, n, k, form});
-  if (it != shared().openblas_gflops.end() && seconds > 0)
-    state.counters["ratio_openblas"] = flops * state.iterations() / seconds * 1e-9 / it->second;
+  if (dtype == vkf::DType::f32 && it != shared().openblas_gflops.end())
+    state.counters["ratio_openblas"] = gflops / it->second;
+  const Case c{m, n, k, form, dtype};
+  if (auto t = torch.gflops.find(c); t != torch.gflops.end()) {
+    state.counters["torch_GFLOP/s"] = t->second;
+    state.counters["ratio_torch"] = gflops / t->second;
+    label += " vs " + torch.backend;
+  } else if (auto err = torch.errors.find(c); err != torch.errors.end()) {
+    label += " vs " + torch.backend + ", which failed: " + err->second;
+  }
+  state.SetLabel(label);
 }
 
 #ifdef VKF_HAVE_OPENBLAS
@@ -196,6 +352,12 @@ const std::vector<std::vector<int64_t>> k_shapes = {
     {25000, 512, 2048, 1}, {25000, 37000, 512, 1}, {4096, 512, 2048, 0}, {2048, 512, 4096, 2},
 };
 
+// f16 rows at every shape with VKF_BENCH_F16_ALL=1; else up to 2^32 m n k (1024^3 and the
+// 4096-token shapes but the vocabulary projection), as lavapipe takes seconds a call beyond.
+bool f16_row(int64_t m, int64_t n, int64_t k) {
+  return env_is("VKF_BENCH_F16_ALL", "1") || double(m) * n * k <= 4294967296.0;
+}
+
 void register_all() {
   for (const auto& s : k_shapes) {
     // Large shapes take seconds a call on a CPU device: one timed call each.
@@ -207,11 +369,21 @@ void register_all() {
                   ->Unit(benchmark::kMillisecond);
     if (big) o->Iterations(1);
 #endif
-    auto* v = benchmark::RegisterBenchmark("vkf_matmul_f32", bm_vkf)
-                  ->Args(s)
-                  ->UseRealTime()
-                  ->Unit(benchmark::kMillisecond);
-    if (big) v->Iterations(1);
+    for (const vkf::DType dtype : {vkf::DType::f32, vkf::DType::f16}) {
+      if (dtype == vkf::DType::f16 && !f16_row(s[0], s[1], s[2])) continue;
+      const std::string name = std::string("vkf_matmul_") + vkf::dtype_name(dtype);
+      auto* v = benchmark::RegisterBenchmark(
+                    name.c_str(), [dtype](benchmark::State& state) { bm_vkf(state, dtype); })
+                    ->Args(s)
+                    ->UseRealTime()
+                    ->Unit(benchmark::kMillisecond);
+      if (big) v->Iterations(1);
+      // The name Google Benchmark gives the row (for --benchmark_filter, see selected()).
+      std::string full = name;
+      for (int64_t a : s) full.append("/").append(std::to_string(a));
+      vkf_rows().push_back(
+          {{s[0], s[1], s[2], s[3], dtype}, full + (big ? "/iterations:1" : "") + "/real_time"});
+    }
   }
 }
 
