@@ -30,6 +30,10 @@ constexpr MatmulConfig k_configs[] = {
     // memory). Not verified on NVIDIA hardware yet, so never chosen automatically: force it
     // (MatmulArgs::config, VKF_MATMUL_CONFIG=nvidia_coopmat in the benches) to try it.
     {"nvidia_coopmat", 128, 64, 64, 32, 32, 32, true, true},
+    // The same on 128x128 tiles: 8 subgroups, each a 64x32 block of 4x2 fragments (28 KiB).
+    // Twice the fragments per staged byte, for large GEMMs (the FFN, the vocabulary projection);
+    // the benchmark on a GPU decides between the two.
+    {"nvidia_coopmat_128", 256, 128, 128, 32, 64, 32, true, true},
     // Any conformant device: 64 threads and 2 KiB of shared memory are below every required
     // minimum (128 invocations, 16 KiB).
     {"fallback", 64, 32, 32, 8, 4, 4, true},

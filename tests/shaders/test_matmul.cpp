@@ -54,9 +54,10 @@ const Case k_cases[] = {
     // k tail of 3.
     {28, 100, 39, 2, true, false, 4, 1.0f, 0.0f, ops::Epilogue::bias_relu},
 };
-// Coopmat rows (64x64 tiles, 32x32 per subgroup, k steps of 32 in 16-deep fragments): full
-// tiles, fragment and k edges inside a tile, every transpose pair with 4-aligned strides (the
-// 4-vector staging) and without, and a k that is one fragment past a step.
+// Coopmat rows (64x64 and 128x128 tiles, 32x32 and 64x32 per subgroup, k steps of 32 in 16-deep
+// fragments): full tiles, fragment and k edges inside a tile, partial second tiles of either
+// size, every transpose pair with 4-aligned strides (the 4-vector staging) and without, and a k
+// that is one fragment past a step.
 const Case k_coopmat_cases[] = {
     {64, 64, 64, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
     {128, 192, 96, 2, false, true, 0, 1.0f, 0.25f, ops::Epilogue::bias},
