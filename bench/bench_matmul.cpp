@@ -13,6 +13,8 @@
 //                                                 rows the device or dtype refuses are skipped
 //                                                 (nvidia_coopmat: f16 only)
 //   VKF_MATMUL_TILE=wg,bm,bn,bk,tm,tn,shared      try a configuration not in the table (tuning)
+//   VKF_BENCH_CALLS=n                             matmuls a timed submit carries (default: 1
+//                                                 on CPU devices, about 50 GFLOP on GPUs)
 //
 // Rows: openblas_sgemm, vkf_matmul_f32 and vkf_matmul_f16 (fp16 storage, fp32 arithmetic), with
 // arguments m/n/k/form. Counters: GFLOP/s (2 m n k per call); on the vkf rows ratio_openblas =
@@ -224,6 +226,17 @@ const TorchFigures& torch_figures() {
   return figures;
 }
 
+// Matmuls recorded back to back in the timed sequence. On a GPU one submit and fence wait cost
+// tens of microseconds, as long as a 1024^3 matmul itself, so each submit carries about 50 GFLOP
+// (about 1 ms at the fp32 rates of current GPUs), as PyTorch times back-to-back calls on its
+// stream; a CPU device runs one (its calls take tens of milliseconds).
+// VKF_BENCH_CALLS=n sets the count.
+int64_t calls_per_run(const vkf::Device& dev, int64_t m, int64_t n, int64_t k) {
+  if (const char* e = std::getenv("VKF_BENCH_CALLS"); e && std::atoi(e) > 0) return std::atoi(e);
+  if (dev.info().is_cpu()) return 1;
+  return std::clamp<int64_t>(int64_t(5e10 / (2.0 * m * n * k)), 1, 64);
+}
+
 // The 4th argument is the form: 0 = A B, 1 = A B^T (a Linear's forward), 2 = A^T B (its
 // weight gradient; A^T is not split into row blocks, so it must fit one binding).
 void bm_vkf(benchmark::State& state, vkf::DType dtype) {
@@ -240,6 +253,7 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype) {
   }
   const TorchFigures& torch = torch_figures();  // before this row's buffers: PyTorch runs alone
   const int64_t esize = vkf::dtype_bytes(dtype);
+  const int64_t reps = calls_per_run(dev, m, n, k);
   std::vector<vkf::Buffer> buffers;  // B, then A and C of each row block; as long as seq lives
   std::optional<vkf::Sequence> seq;
   try {
@@ -251,7 +265,7 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype) {
     buffers.push_back(dev.allocate(k * n * esize, "B"));
     upload_as(dev, buffers.back(), random_floats(k * n, 2), dtype);
     const vkf::BufferRef b = buffers.back();
-    vkf::Recorder rec(dev);
+    std::vector<vkf::ops::MatmulArgs> blocks;
     for (int64_t m0 = 0; m0 < m; m0 += rows) {
       const int64_t mc = std::min(rows, m - m0);
       buffers.push_back(dev.allocate(mc * k * esize, "A"));
@@ -266,8 +280,11 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype) {
       args.trans_b = trans_b;
       args.dtype = dtype;
       args.config = forced_config();
-      vkf::ops::matmul(dev, rec, args);
+      blocks.push_back(args);
     }
+    vkf::Recorder rec(dev);
+    for (int64_t r = 0; r < reps; ++r)
+      for (const vkf::ops::MatmulArgs& args : blocks) vkf::ops::matmul(dev, rec, args);
     seq.emplace(rec.finish());
     seq->run();  // warm-up: pipeline creation and first-touch of memory
   } catch (const std::exception& e) {
@@ -282,14 +299,15 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype) {
     seq->run();
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  const double flops = 2.0 * m * n * k;
+  const double flops = 2.0 * m * n * k * double(reps);  // of one run of the sequence
   vkf::bench::report_against_peak(state, dev, flops, seconds, vkf::bench::Rate::flops);
   state.counters["GFLOP/cpu_s"] =
       flops * double(state.iterations()) * 1e-9 / (process_cpu_seconds() - cpu0);
   const auto* forced = forced_config();
   const auto& config = forced ? *forced : vkf::ops::choose_matmul_config(dev.info(), trans_b);
   std::string label = dev.info().name + " config=" + config.name +
-                      " dispatches=" + std::to_string(seq->dispatch_count());
+                      " dispatches=" + std::to_string(seq->dispatch_count()) +
+                      " calls_per_submit=" + std::to_string(reps);
   if (seconds <= 0) {
     state.SetLabel(label);
     return;
