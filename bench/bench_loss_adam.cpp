@@ -90,7 +90,7 @@ void bm_cross_entropy(benchmark::State& state) {
   dev.upload(targets, t);
   vkf::Buffer loss = dev.allocate(rows * 4, "loss"), logp = dev.allocate(rows * 4, "logp");
   vkf::Buffer step = step_buffer(dev);
-  vkf::Recorder rec(dev);
+  vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
   vkf::ops::CrossEntropyArgs a{.logits = logits,
                                .targets = targets,
                                .step = step,
@@ -114,7 +114,7 @@ void bm_log_softmax(benchmark::State& state) {
   state.counters["rows"] = rows;
   vkf::Buffer x = filled(dev, size_t{rows} * vocab, 1, "x", -4.0f, 4.0f);
   vkf::Buffer y = dev.allocate(size_t{rows} * vocab * 4, "y");
-  vkf::Recorder rec(dev);
+  vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
   vkf::ops::log_softmax(
       dev, rec,
       {.x = x, .y = y, .rows = rows, .cols = vocab, .config = row_config(state.range(2))});
@@ -138,7 +138,7 @@ void bm_adam(benchmark::State& state) {
   dev.upload(norm, std::vector<uint32_t>{0, 0, 0, 0});
   vkf::ops::AdamOptions o;
   o.max_grad_norm = 1.0f;
-  vkf::Recorder rec(dev);
+  vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
   vkf::ops::adam(dev, rec,
                  {.params = w,
                   .grads = g,
@@ -162,7 +162,7 @@ void bm_grad_norm(benchmark::State& state) {
   vkf::ops::GradNormArgs a{.grads = {{g, n}}, .out = norm, .max_groups = uint32_t(state.range(0))};
   vkf::Buffer partials = dev.allocate(vkf::ops::grad_norm_partials_bytes(a), "partials");
   a.partials = partials;
-  vkf::Recorder rec(dev);
+  vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
   vkf::ops::grad_norm(dev, rec, a);
   vkf::Sequence seq = rec.finish();
   state.counters["params"] = n;
@@ -180,7 +180,7 @@ void bm_topk(benchmark::State& state) {
   config.prune = state.range(3) != 0;
   vkf::Buffer scratch = dev.allocate(
       std::max<uint64_t>(16, vkf::ops::topk_scratch_bytes(rows, vocab, k, config)), "scr");
-  vkf::Recorder rec(dev);
+  vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
   vkf::ops::topk(dev, rec,
                  {.values = x,
                   .out_values = ov,

@@ -282,7 +282,7 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype) {
       args.config = forced_config();
       blocks.push_back(args);
     }
-    vkf::Recorder rec(dev);
+    vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
     for (int64_t r = 0; r < reps; ++r)
       for (const vkf::ops::MatmulArgs& args : blocks) vkf::ops::matmul(dev, rec, args);
     seq.emplace(rec.finish());
@@ -294,11 +294,8 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype) {
   }
   double seconds = 0;
   const double cpu0 = process_cpu_seconds();
-  for (auto _ : state) {
-    auto t0 = std::chrono::steady_clock::now();
-    seq->run();
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
+  for (auto _ : state) seconds += vkf::bench::timed_run(*seq);  // GPU: by its timestamps
+  state.counters["timestamps"] = seq->timings().empty() ? 0 : 1;
   const double flops = 2.0 * m * n * k * double(reps);  // of one run of the sequence
   vkf::bench::report_against_peak(state, dev, flops, seconds, vkf::bench::Rate::flops);
   state.counters["GFLOP/cpu_s"] =

@@ -123,7 +123,7 @@ void bm_layer_norm(benchmark::State& state) {
     vkf::ops::layer_norm_forward(dev, rec, f);  // the backward needs h, mean, rstd
     rec.finish().run();
   }
-  vkf::Recorder rec(dev);
+  vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
   if (backward) {
     vkf::ops::LayerNormBackwardArgs b;
     b.dtype = t;
@@ -171,7 +171,7 @@ void bm_embedding(benchmark::State& state) {
   vkf::Buffer scratch =
       dev.allocate(vkf::ops::embedding_backward_scratch_bytes(vocab, 0, tokens), "scratch");
   vkf::Buffer step = step_buffer(dev);
-  vkf::Recorder rec(dev);
+  vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
   if (backward) {
     vkf::ops::EmbeddingBackwardArgs b;
     b.tokens = tok;
@@ -211,7 +211,7 @@ void bm_dropout(benchmark::State& state) {
   vkf::Device& dev = device();
   vkf::Buffer x = filled(dev, n, 1, "x"), y = dev.allocate(size_t{n} * 4, "y");
   vkf::Buffer step = step_buffer(dev);
-  vkf::Recorder rec(dev);
+  vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
   vkf::ops::dropout_forward(dev, rec, {x, y, step, n, 0.1f, 1});
   vkf::Sequence seq = rec.finish();
   time_sequence(state, seq, 8.0 * n);
