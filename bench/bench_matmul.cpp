@@ -13,8 +13,6 @@
 //                                                 rows the device or dtype refuses are skipped
 //                                                 (nvidia_coopmat: f16 only)
 //   VKF_MATMUL_TILE=wg,bm,bn,bk,tm,tn,shared      try a configuration not in the table (tuning)
-//   VKF_BENCH_CALLS=n                             matmuls a timed submit carries (default: 1
-//                                                 on CPU devices, about 50 GFLOP on GPUs)
 //
 // Rows: openblas_sgemm, vkf_matmul_f32 and vkf_matmul_f16 (fp16 storage, fp32 arithmetic), with
 // arguments m/n/k/form. Counters: GFLOP/s (2 m n k per call); on the vkf rows ratio_openblas =
@@ -26,7 +24,6 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +42,7 @@
 #include "bench/bench_peak.h"
 #include "bench/torch_side.h"
 #include "engine/engine.h"
+#include "engine/ops/elementwise.h"
 #include "engine/ops/matmul.h"
 
 #ifdef VKF_HAVE_OPENBLAS
@@ -87,37 +85,19 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return v;
 }
 
-// IEEE binary16 bits of f, rounded to nearest even (subnormals included; inf beyond 65504).
-uint16_t to_half(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint32_t sign = (x >> 16) & 0x8000u, abs = x & 0x7fffffffu;
-  if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
-  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds past 65504: inf
-  uint32_t mant, shift;
-  if (abs >= 0x38800000u) {  // normal half: rebias the exponent (127 -> 15), drop 13 bits
-    mant = abs - 0x38000000u;
-    shift = 13;
-  } else {  // subnormal half: units of 2^-24
-    shift = 126 - (abs >> 23);
-    if (shift > 24) return uint16_t(sign);
-    mant = (abs & 0x7fffffu) | 0x800000u;
-  }
-  uint32_t h = mant >> shift;
-  const uint32_t rest = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
-  if (rest > halfway || (rest == halfway && (h & 1))) ++h;  // a carry moves up the exponent
-  return uint16_t(sign | h);
-}
-
-// v stored as `dtype` (f32, or f16 rounded to nearest even) into b.
+// v stored as `dtype` into b: f32 as it is, f16 through the engine's on-device cast (round to
+// nearest even), from a temporary fp32 copy.
 void upload_as(vkf::Device& dev, const vkf::BufferRef& b, const std::vector<float>& v,
                vkf::DType dtype) {
   if (dtype == vkf::DType::f32) {
     dev.upload(b, v);
     return;
   }
-  std::vector<uint16_t> h(v.size());
-  std::transform(v.begin(), v.end(), h.begin(), to_half);
-  dev.upload(b, h);
+  vkf::Buffer f32 = dev.allocate(v.size() * 4, "fp32 staging for the f16 cast");
+  dev.upload(f32, v);
+  vkf::Recorder rec(dev);
+  vkf::ops::cast_f32_to_f16(dev, rec, {.x = f32, .y = b, .n = uint32_t(v.size())});
+  rec.finish().run();
 }
 
 // CPU seconds of the whole process (all threads: lavapipe's workers, OpenBLAS's pool). The
@@ -226,17 +206,6 @@ const TorchFigures& torch_figures() {
   return figures;
 }
 
-// Matmuls recorded back to back in the timed sequence. On a GPU one submit and fence wait cost
-// tens of microseconds, as long as a 1024^3 matmul itself, so each submit carries about 50 GFLOP
-// (about 1 ms at the fp32 rates of current GPUs), as PyTorch times back-to-back calls on its
-// stream; a CPU device runs one (its calls take tens of milliseconds).
-// VKF_BENCH_CALLS=n sets the count.
-int64_t calls_per_run(const vkf::Device& dev, int64_t m, int64_t n, int64_t k) {
-  if (const char* e = std::getenv("VKF_BENCH_CALLS"); e && std::atoi(e) > 0) return std::atoi(e);
-  if (dev.info().is_cpu()) return 1;
-  return std::clamp<int64_t>(int64_t(5e10 / (2.0 * m * n * k)), 1, 64);
-}
-
 // The 4th argument is the form: 0 = A B, 1 = A B^T (a Linear's forward), 2 = A^T B (its
 // weight gradient; A^T is not split into row blocks, so it must fit one binding).
 void bm_vkf(benchmark::State& state, vkf::DType dtype) {
@@ -253,7 +222,6 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype) {
   }
   const TorchFigures& torch = torch_figures();  // before this row's buffers: PyTorch runs alone
   const int64_t esize = vkf::dtype_bytes(dtype);
-  const int64_t reps = calls_per_run(dev, m, n, k);
   std::vector<vkf::Buffer> buffers;  // B, then A and C of each row block; as long as seq lives
   std::optional<vkf::Sequence> seq;
   try {
@@ -283,8 +251,7 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype) {
       blocks.push_back(args);
     }
     vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
-    for (int64_t r = 0; r < reps; ++r)
-      for (const vkf::ops::MatmulArgs& args : blocks) vkf::ops::matmul(dev, rec, args);
+    for (const vkf::ops::MatmulArgs& args : blocks) vkf::ops::matmul(dev, rec, args);
     seq.emplace(rec.finish());
     seq->run();  // warm-up: pipeline creation and first-touch of memory
   } catch (const std::exception& e) {
@@ -296,15 +263,14 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype) {
   const double cpu0 = process_cpu_seconds();
   for (auto _ : state) seconds += vkf::bench::timed_run(*seq);  // GPU: by its timestamps
   state.counters["timestamps"] = seq->timings().empty() ? 0 : 1;
-  const double flops = 2.0 * m * n * k * double(reps);  // of one run of the sequence
+  const double flops = 2.0 * m * n * k;
   vkf::bench::report_against_peak(state, dev, flops, seconds, vkf::bench::Rate::flops);
   state.counters["GFLOP/cpu_s"] =
       flops * double(state.iterations()) * 1e-9 / (process_cpu_seconds() - cpu0);
   const auto* forced = forced_config();
   const auto& config = forced ? *forced : vkf::ops::choose_matmul_config(dev.info(), trans_b);
   std::string label = dev.info().name + " config=" + config.name +
-                      " dispatches=" + std::to_string(seq->dispatch_count()) +
-                      " calls_per_submit=" + std::to_string(reps);
+                      " dispatches=" + std::to_string(seq->dispatch_count());
   if (seconds <= 0) {
     state.SetLabel(label);
     return;
