@@ -212,13 +212,12 @@ void check_case(const Case& c, const ops::AttentionTiles& tiles, DType dtype, To
         1.0);
 }
 
-// Configurations forced in the tests. Tiled path: the defaults and the shapes other devices take,
-// including a workgroup smaller than a tile's rows. Rows path: the default and 1, 3 (no multiple
-// of 4: dK/dV's dropout runs start anywhere in a Philox block) and 8 rows per lane.
-std::vector<ops::AttentionTiles> forced_tiles() {
+// The tiled path's forced configurations besides the default: the shapes other devices take,
+// including a workgroup smaller than a tile's rows. Each compiles in about a second on llvmpipe,
+// so every case runs on each.
+std::vector<ops::AttentionTiles> tiled_variants() {
   std::vector<ops::AttentionTiles> t;
-  for (ops::AttentionTiles x : std::vector<ops::AttentionTiles>{{0, 0, 0},
-                                                                {64, 16, 16},
+  for (ops::AttentionTiles x : std::vector<ops::AttentionTiles>{{64, 16, 16},
                                                                 {32, 8, 32},
                                                                 {8, 16, 16},
                                                                 {128, 32, 32},
@@ -228,27 +227,34 @@ std::vector<ops::AttentionTiles> forced_tiles() {
     x.path = Path::tiled;
     t.push_back(x);
   }
-  if (paths().size() > 1) {
-    for (uint32_t rows : {0u, 1u, 3u, 8u}) {
-      ops::AttentionTiles x = on_path(Path::rows);
-      x.rows = rows;
-      t.push_back(x);
-    }
-    // The backward's rolled and unrolled query loops, whichever the subgroup size picks.
-    for (auto unroll : {ops::AttentionTiles::Unroll::rolled, ops::AttentionTiles::Unroll::unrolled})
-      for (uint32_t rows : {0u, 3u}) {
-        ops::AttentionTiles x = on_path(Path::rows);
-        x.rows = rows;
-        x.unroll = unroll;
-        t.push_back(x);
-      }
-  }
   return t;
 }
 
+// The rows path's forced configurations besides the default: 1, 3 (no multiple of 4: dK/dV's
+// dropout runs start anywhere in a Philox block) and 8 rows per lane, and the backward's rolled
+// and unrolled query loops, whichever the subgroup size picks.
+std::vector<ops::AttentionTiles> rows_variants() {
+  std::vector<ops::AttentionTiles> t;
+  for (uint32_t rows : {1u, 3u, 8u}) {
+    ops::AttentionTiles x = on_path(Path::rows);
+    x.rows = rows;
+    t.push_back(x);
+  }
+  for (auto unroll : {ops::AttentionTiles::Unroll::rolled, ops::AttentionTiles::Unroll::unrolled})
+    for (uint32_t rows : {0u, 3u}) {
+      ops::AttentionTiles x = on_path(Path::rows);
+      x.rows = rows;
+      x.unroll = unroll;
+      t.push_back(x);
+    }
+  return t;
+}
+
+uint32_t max_dim(const Case& c) {
+  return uint32_t(std::max(c.s.d_k, c.s.d_v));
+}
+
 bool fits(Device& dev, const ops::AttentionTiles& t, const ref::AttentionShape& s) {
-  // 8 rows a lane of d 128 is valid but takes llvmpipe long to compile; 8 rows of d <= 64 and
-  // the default 2 rows of d 128 cover the same code.
   if (t.path == Path::rows) return t.rows * std::max(s.d_k, s.d_v) <= 512;
   if (t.workgroup == 0) return true;
   for (auto k : {ops::AttentionKernel::forward, ops::AttentionKernel::backward_kv,
@@ -265,14 +271,42 @@ constexpr Tolerance k_fwd_f32{2e-5, 1e-4}, k_bwd_f32{1e-4, 1e-3};
 // f16 storage: inputs are exact halves, outputs round to 11 bits.
 constexpr Tolerance k_fwd_f16{2e-3, 2e-3}, k_bwd_f16{4e-3, 4e-3};
 
-VKF_TEST_CASE("attention forward and backward match the reference, every tile config",
+// Every rows-path kernel is specialized for its head dims, rows per lane and masks, and llvmpipe
+// takes 10-50 s to compile one of d 64 or 128 (a few seconds for d <= 40). So every case runs on
+// each path's default tiles, the configuration the engine picks; the tiled variants, cheap to
+// compile, run on every case too; the rows variants run on the cases of small head dims, which
+// take the same code through the same loops (fewer iterations of the d loops).
+VKF_TEST_CASE("attention forward and backward match the reference on each path's default tiles",
+              "[shaders][attention]") {
+  for (const Case& c : cases())
+    for (Path path : paths()) check_case(c, on_path(path), DType::f32, k_fwd_f32, k_bwd_f32);
+}
+
+VKF_TEST_CASE("attention forward and backward match the reference, every tiled-path tile config",
               "[shaders][attention]") {
   Device& dev = test::device();
   for (const Case& c : cases())
-    for (const auto& t : forced_tiles())
+    for (const auto& t : tiled_variants())
       if (fits(dev, t, c.s)) check_case(c, t, DType::f32, k_fwd_f32, k_bwd_f32);
 }
 
+VKF_TEST_CASE("attention forward and backward match the reference, every rows-path variant",
+              "[shaders][attention]") {
+  Device& dev = test::device();
+  if (paths().size() < 2) return;  // paths() said why
+  for (const Case& c : cases())
+    for (const auto& t : rows_variants()) {
+      // 8 rows a lane: the d <= 18 cases (odd dims, padding, fully masked rows, dropout).
+      const uint32_t max_d = t.rows == 8 ? 18 : 40;
+      if (max_dim(c) <= max_d && fits(dev, t, c.s))
+        check_case(c, t, DType::f32, k_fwd_f32, k_bwd_f32);
+    }
+}
+
+// f16 storage changes the loads and stores only: the cases of d <= 64 (the base and big models'
+// head dim; the f32 tests take d 128 through the same loops) on each path's default tiles, and
+// the small-dim cases on the tiled path's 64 threads on 16x16 tiles and the rows path's 3 rows
+// with the unrolled backward (the default takes the rolled one).
 VKF_TEST_CASE("attention with f16 storage matches the reference", "[shaders][attention][f16]") {
   Device& dev = test::device();
   if (!dev.info().storage16) {
@@ -282,10 +316,9 @@ VKF_TEST_CASE("attention with f16 storage matches the reference", "[shaders][att
   for (const Case& c : cases())
     for (Path path : paths())
       for (uint32_t variant : {0, 1}) {
-        // tiled: the default and 64 threads on 16x16 tiles
+        if (max_dim(c) > (variant == 0 ? 64u : 40u)) continue;
         ops::AttentionTiles t = on_path(path);
         if (variant == 1 && path == Path::tiled) t.workgroup = 64, t.block_q = 16, t.block_k = 16;
-        // rows: the default rows with the rolled backward loop, 3 rows with the unrolled one
         if (variant == 1 && path == Path::rows) t.rows = 3;
         if (path == Path::rows)
           t.unroll = variant == 0 ? ops::AttentionTiles::Unroll::rolled

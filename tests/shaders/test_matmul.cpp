@@ -233,18 +233,36 @@ VKF_TEST_CASE("matmul: the NV cooperative-matrix rows match the reference (f16)"
 // The coopmat kernel with its fragment operations emulated (shaders/common/coopmat_fragment.glsl):
 // the same staging, zero fill, transposes, scratch and epilogue as on tensor cores, so a fault in
 // any of them fails here, on every device, and not only where VK_NV_cooperative_matrix exists.
-VKF_TEST_CASE("matmul: the coopmat rows' kernel with emulated fragments matches the reference",
-              "[shaders][matmul][coopmat]") {
+// Each case is its own pipeline, and llvmpipe takes 3 s to compile one of the 64x64 row, 7-8 s
+// one of the 128x128 row: the 64x64 row runs every case, the 128x128 row (the same code with
+// larger loop counts) the coopmat cases and the extra cases' edges (1x1x1, k = 1, B broadcast).
+void check_emulated_coopmat_row(const char* row, std::vector<Case> cases) {
   Device& dev = test::device();
-  for (const ops::MatmulConfig& cfg : ops::matmul_configs()) {
-    if (!cfg.coopmat) continue;
-    if (const std::string why = ops::matmul_config_misfit(cfg, dev.info(), true); !why.empty())
-      VKF_SKIP("row " << cfg.name << " not run emulated: " << dev.label() << ": " << why);
-    uint32_t seed = 7;
-    for (const Case& c : k_cases) run_case(dev, cfg, DType::f16, c, seed += 10, true);
-    for (const Case& c : k_extra_cases) run_case(dev, cfg, DType::f16, c, seed += 10, true);
-    for (const Case& c : k_coopmat_cases) run_case(dev, cfg, DType::f16, c, seed += 10, true);
-  }
+  const ops::MatmulConfig& cfg = ops::matmul_config(row);
+  REQUIRE(cfg.coopmat);
+  if (const std::string why = ops::matmul_config_misfit(cfg, dev.info(), true); !why.empty())
+    VKF_SKIP("row " << row << " not run emulated: " << dev.label() << ": " << why);
+  uint32_t seed = 7;
+  for (const Case& c : cases) run_case(dev, cfg, DType::f16, c, seed += 10, true);
+}
+
+VKF_TEST_CASE(
+    "matmul: the 64x64 coopmat row's kernel with emulated fragments matches the reference",
+    "[shaders][matmul][coopmat]") {
+  std::vector<Case> cases(std::begin(k_cases), std::end(k_cases));
+  cases.insert(cases.end(), std::begin(k_extra_cases), std::end(k_extra_cases));
+  cases.insert(cases.end(), std::begin(k_coopmat_cases), std::end(k_coopmat_cases));
+  check_emulated_coopmat_row("nvidia_coopmat", cases);
+}
+
+VKF_TEST_CASE(
+    "matmul: the 128x128 coopmat row's kernel with emulated fragments matches the reference",
+    "[shaders][matmul][coopmat]") {
+  std::vector<Case> cases(std::begin(k_coopmat_cases), std::end(k_coopmat_cases));
+  cases.push_back(k_extra_cases[0]);  // 1x1x1
+  cases.push_back(k_extra_cases[3]);  // k = 1, residual
+  cases.push_back(k_cases[2]);        // B broadcast over the batch
+  check_emulated_coopmat_row("nvidia_coopmat_128", cases);
 }
 
 VKF_TEST_CASE("matmul uses the device's row unless forced", "[shaders][matmul]") {
@@ -273,6 +291,9 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
       CHECK(cfg.tn % 16 == 0);
       CHECK(cfg.bk % 16 == 0);
       CHECK(cfg.workgroup % cfg.subgroups() == 0);
+      // Each coopmat row has its own emulated-fragments test case above.
+      CHECK((std::string(cfg.name) == "nvidia_coopmat" ||
+             std::string(cfg.name) == "nvidia_coopmat_128"));
       continue;
     }
     CHECK((cfg.bm / cfg.tm) * (cfg.bn / cfg.tn) == cfg.workgroup);
