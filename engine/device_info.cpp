@@ -219,6 +219,15 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
   }
   info.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   info.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
+  info.texel_buffer_alignment = p.limits.minTexelBufferOffsetAlignment;
+  info.max_texel_buffer_elements = p.limits.maxTexelBufferElements;
+  auto texel_readable = [&](VkFormat f) {
+    VkFormatProperties fp{};
+    vkGetPhysicalDeviceFormatProperties(physical, f, &fp);
+    return (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+  };
+  info.texel_rgba32f = texel_readable(VK_FORMAT_R32G32B32A32_SFLOAT);
+  info.texel_rgba16f = texel_readable(VK_FORMAT_R16G16B16A16_SFLOAT);
   info.max_allocation_bytes = maint3.maxMemoryAllocationSize;
   // Without maintenance4 there is no stated limit; the storage-buffer range bounds what a shader
   // can see anyway.

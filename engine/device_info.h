@@ -46,6 +46,13 @@ struct DeviceInfo {
   uint64_t max_allocation_bytes = 0;
   uint64_t max_buffer_bytes = 0;
   uint64_t min_storage_offset_alignment = 0;
+  // Uniform texel buffers (KernelSpec::texel_buffers): minTexelBufferOffsetAlignment,
+  // maxTexelBufferElements, and whether RGBA32F / RGBA16F views can be read (both mandatory in
+  // Vulkan; queried all the same).
+  uint64_t texel_buffer_alignment = 0;
+  uint64_t max_texel_buffer_elements = 0;
+  bool texel_rgba32f = false;
+  bool texel_rgba16f = false;
   uint32_t compute_queue_family = 0;
   uint32_t timestamp_valid_bits = 0;
   float timestamp_period_ns = 0.0f;

@@ -49,5 +49,6 @@ using OwnedPipeline = Owned<VkPipeline, vkDestroyPipeline>;
 using OwnedShaderModule = Owned<VkShaderModule, vkDestroyShaderModule>;
 using OwnedPipelineCache = Owned<VkPipelineCache, vkDestroyPipelineCache>;
 using OwnedQueryPool = Owned<VkQueryPool, vkDestroyQueryPool>;
+using OwnedBufferView = Owned<VkBufferView, vkDestroyBufferView>;
 
 }  // namespace vkf

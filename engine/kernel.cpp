@@ -46,8 +46,8 @@ bool driver_header_matches(const std::string& blob, const DeviceInfo& info) {
 }  // namespace
 
 bool KernelSpec::operator<(const KernelSpec& o) const {
-  return std::tie(name, buffers, push_bytes, spec, subgroup_size) <
-         std::tie(o.name, o.buffers, o.push_bytes, o.spec, o.subgroup_size);
+  return std::tie(name, buffers, push_bytes, spec, subgroup_size, texel_buffers) <
+         std::tie(o.name, o.buffers, o.push_bytes, o.spec, o.subgroup_size, o.texel_buffers);
 }
 
 std::string default_pipeline_cache_dir() {
@@ -160,7 +160,10 @@ const Kernel& KernelCache::get(const KernelSpec& spec) {
   k->spec_ = spec;
   std::vector<VkDescriptorSetLayoutBinding> bindings(spec.buffers);
   for (uint32_t i = 0; i < spec.buffers; ++i)
-    bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    bindings[i] = {i,
+                   (spec.texel_buffers >> i) & 1u ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                                  : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                   1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
   VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   li.bindingCount = spec.buffers;
   li.pBindings = bindings.data();

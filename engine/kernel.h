@@ -1,5 +1,6 @@
 #pragma once
-// Compute pipelines built from the embedded SPIR-V: one descriptor set of storage buffers,
+// Compute pipelines built from the embedded SPIR-V: one descriptor set of storage buffers (or
+// uniform texel buffers, KernelSpec::texel_buffers),
 // an optional push-constant block and specialization constants (ids 0..n-1, in order).
 #include <vulkan/vulkan.h>
 
@@ -19,6 +20,10 @@ struct KernelSpec {
   uint32_t push_bytes = 0;     // size of the push-constant block
   std::vector<uint32_t> spec;  // specialization constants, constant_id = index (floats bitcast)
   uint32_t subgroup_size = 0;  // required subgroup size, 0 = driver's choice
+  // Bindings (bit i = binding i) that are uniform texel buffers (GLSL samplerBuffer) rather than
+  // storage buffers: lavapipe reads them with branch-free gathers, where each lane's storage
+  // buffer load becomes a loop over the lanes (see shaders/matmul.comp, VKF_TEXEL).
+  uint32_t texel_buffers = 0;
 
   bool operator<(const KernelSpec& o) const;
 };

@@ -1,6 +1,7 @@
 #include "engine/recorder.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <map>
 #include <utility>
@@ -12,13 +13,32 @@ namespace vkf {
 namespace {
 constexpr uint32_t k_sets_per_pool = 128;
 constexpr uint32_t k_max_buffers_per_set = 16;
+// Texel buffers are rare (the matmul's operands on CPU devices): a quarter of a set at most.
+constexpr uint32_t k_max_texel_buffers_per_set = 4;
 constexpr uint32_t k_query_chunk = 4096;
+
+// Bytes per texel of the formats texel-buffer views take; 0 for any other.
+uint32_t texel_bytes(VkFormat f) {
+  switch (f) {
+    case VK_FORMAT_R32G32B32A32_SFLOAT:
+      return 16;
+    case VK_FORMAT_R16G16B16A16_SFLOAT:
+      return 8;
+    case VK_FORMAT_R32_SFLOAT:
+      return 4;
+    case VK_FORMAT_R16_SFLOAT:
+      return 2;
+    default:
+      return 0;
+  }
+}
 }  // namespace
 
 Sequence::Sequence(Sequence&& o) noexcept
     : device_(std::exchange(o.device_, nullptr)),
       cmd_(std::exchange(o.cmd_, VK_NULL_HANDLE)),
       pools_(std::move(o.pools_)),
+      views_(std::move(o.views_)),
       fence_(std::move(o.fence_)),
       queries_(std::move(o.queries_)),
       names_(std::move(o.names_)),
@@ -31,6 +51,7 @@ Sequence& Sequence::operator=(Sequence&& o) noexcept {
     device_ = std::exchange(o.device_, nullptr);
     cmd_ = std::exchange(o.cmd_, VK_NULL_HANDLE);
     pools_ = std::move(o.pools_);
+    views_ = std::move(o.views_);
     fence_ = std::move(o.fence_);
     queries_ = std::move(o.queries_);
     names_ = std::move(o.names_);
@@ -54,6 +75,7 @@ void Sequence::destroy() {
     vkFreeCommandBuffers(device_->handle(), device_->command_pool(), 1, &cmd_);
   cmd_ = VK_NULL_HANDLE;
   pools_.clear();
+  views_.clear();
   queries_.reset();
   fence_.reset();
   device_ = nullptr;
@@ -164,12 +186,13 @@ void Recorder::track(const std::vector<Arg>& args) {
 
 VkDescriptorSet Recorder::allocate_set(const Kernel& kernel) {
   if (sets_left_ == 0) {
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                              k_sets_per_pool * k_max_buffers_per_set};
+    const VkDescriptorPoolSize sizes[] = {
+        {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, k_sets_per_pool * k_max_buffers_per_set},
+        {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, k_sets_per_pool * k_max_texel_buffers_per_set}};
     VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     pi.maxSets = k_sets_per_pool;
-    pi.poolSizeCount = 1;
-    pi.pPoolSizes = &size;
+    pi.poolSizeCount = 2;
+    pi.pPoolSizes = sizes;
     VkDescriptorPool pool = VK_NULL_HANDLE;
     check(vkCreateDescriptorPool(device_.handle(), &pi, nullptr, &pool),
           "creating a descriptor pool on " + device_.label());
@@ -185,6 +208,31 @@ VkDescriptorSet Recorder::allocate_set(const Kernel& kernel) {
   check(vkAllocateDescriptorSets(device_.handle(), &ai, &set), "allocating a descriptor set");
   --sets_left_;
   return set;
+}
+
+VkBufferView Recorder::make_texel_view(const Arg& arg, const std::string& kernel, size_t binding) {
+  const DeviceInfo& info = device_.info();
+  const uint32_t texel = texel_bytes(arg.texel_format);
+  const BufferRef& b = arg.buffer;
+  const std::string where = "kernel " + kernel + ", binding " + std::to_string(binding);
+  if (texel == 0) throw Error(where + ": unsupported texel-buffer format");
+  if (b.offset % std::max<uint64_t>(info.texel_buffer_alignment, 1))
+    throw Error(where + ": texel-buffer offset " + std::to_string(b.offset) +
+                " is no multiple of " + std::to_string(info.texel_buffer_alignment));
+  const VkDeviceSize texels = b.size / texel;
+  if (texels == 0 || texels > info.max_texel_buffer_elements)
+    throw Error(where + ": " + std::to_string(texels) + " texels, outside 1.." +
+                std::to_string(info.max_texel_buffer_elements));
+  VkBufferViewCreateInfo vi{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+  vi.buffer = b.buffer;
+  vi.format = arg.texel_format;
+  vi.offset = b.offset;
+  vi.range = texels * texel;
+  VkBufferView view = VK_NULL_HANDLE;
+  check(vkCreateBufferView(device_.handle(), &vi, nullptr, &view),
+        "creating a texel-buffer view on " + device_.label());
+  seq_.views_.emplace_back(device_.handle(), view);
+  return view;
 }
 
 void Recorder::dispatch(const Kernel& kernel, std::initializer_list<Arg> args, const void* push,
@@ -203,27 +251,44 @@ void Recorder::dispatch(const Kernel& kernel, const std::vector<Arg>& args, cons
                 " bytes of push constants, got " + std::to_string(push_bytes));
   if (spec.buffers > k_max_buffers_per_set)
     throw Error("kernel " + spec.name + " binds more than 16 buffers");
+  if (std::popcount(spec.texel_buffers) > int(k_max_texel_buffers_per_set) ||
+      spec.texel_buffers >> spec.buffers)
+    throw Error("kernel " + spec.name + ": texel-buffer bindings out of range");
   const auto& maxc = device_.info().max_workgroup_count;
   for (int i = 0; i < 3; ++i)
     if (groups[i] == 0 || groups[i] > maxc[i])
       throw Error("kernel " + spec.name + ": workgroup count " + std::to_string(groups[i]) +
                   " in dimension " + std::to_string(i) + " is outside 1.." +
                   std::to_string(maxc[i]));
+  std::vector<VkBufferView> views(args.size(), VK_NULL_HANDLE);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].buffer.valid())
+      throw Error("kernel " + spec.name + ": binding " + std::to_string(i) + " has no buffer");
+    const bool texel = (spec.texel_buffers >> i) & 1u;
+    if (texel != (args[i].texel_format != VK_FORMAT_UNDEFINED))
+      throw Error("kernel " + spec.name + ": binding " + std::to_string(i) +
+                  (texel ? " is a texel buffer and needs a format" : " is no texel buffer"));
+    if (texel) views[i] = make_texel_view(args[i], spec.name, i);
+  }
   track(args);
 
   VkDescriptorSet set = allocate_set(kernel);
   std::vector<VkDescriptorBufferInfo> infos(args.size());
   std::vector<VkWriteDescriptorSet> writes(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
-    if (!args[i].buffer.valid())
-      throw Error("kernel " + spec.name + ": binding " + std::to_string(i) + " has no buffer");
-    infos[i] = {args[i].buffer.buffer, args[i].buffer.offset, args[i].buffer.size};
+    const bool texel = (spec.texel_buffers >> i) & 1u;
     writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstSet = set;
     writes[i].dstBinding = static_cast<uint32_t>(i);
     writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
+    if (texel) {
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+      writes[i].pTexelBufferView = &views[i];
+    } else {
+      infos[i] = {args[i].buffer.buffer, args[i].buffer.offset, args[i].buffer.size};
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
   }
   vkUpdateDescriptorSets(device_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
                          nullptr);

@@ -25,9 +25,16 @@ enum class Access : uint8_t { read, write, read_write };
 struct Arg {
   BufferRef buffer;
   Access access;
+  // For a binding the kernel declares a uniform texel buffer (KernelSpec::texel_buffers): the
+  // view's format. The view covers the whole texels of `buffer`, whose offset must be a multiple
+  // of the device's texel-buffer offset alignment (DeviceInfo::texel_buffer_alignment).
+  VkFormat texel_format = VK_FORMAT_UNDEFINED;
 };
 inline Arg in(const BufferRef& b) {
   return {b, Access::read};
+}
+inline Arg in_texels(const BufferRef& b, VkFormat format) {
+  return {b, Access::read, format};
 }
 inline Arg out(const BufferRef& b) {
   return {b, Access::write};
@@ -74,6 +81,7 @@ class Sequence {
   Device* device_ = nullptr;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   std::vector<OwnedDescriptorPool> pools_;
+  std::vector<OwnedBufferView> views_;  // the texel-buffer views its descriptor sets name
   OwnedFence fence_;
   OwnedQueryPool queries_;
   std::vector<std::string> names_;
@@ -118,6 +126,7 @@ class Recorder {
   };
   void track(const std::vector<Arg>& args);
   VkDescriptorSet allocate_set(const Kernel& kernel);
+  VkBufferView make_texel_view(const Arg& arg, const std::string& kernel, size_t binding);
   void timestamp_after(const std::string& name);
 
   Device& device_;

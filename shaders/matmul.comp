@@ -14,6 +14,8 @@
 // SHARED = 0 needs the workgroup to be exactly one subgroup.
 // Arithmetic and accumulation are fp32; the f16 variant only stores A, B, C, bias, R as fp16.
 // vkf-variant: matmul_f16 VKF_FP16=1
+// vkf-variant: matmul_texel VKF_TEXEL=1
+// vkf-variant: matmul_f16_texel VKF_FP16=1 VKF_TEXEL=1
 #extension GL_GOOGLE_include_directive : require
 #ifdef VKF_FP16
 #extension GL_EXT_shader_16bit_storage : require
@@ -42,11 +44,28 @@ layout(constant_id = 9) const uint EPILOGUE = 0;
 layout(constant_id = 10) const uint VEC = 0;
 layout(constant_id = 11) const uint READ_C = 0;  // beta != 0
 
+#ifdef VKF_TEXEL
+// A and B as uniform texel buffers of 4-vectors (RGBA32F, or RGBA16F for f16 storage): on
+// lavapipe each lane's storage-buffer load is a loop over the lanes with a branch per lane,
+// where a texel fetch is a branch-free gather. The views cover A and B whole (the wrapper
+// checks that their sizes are whole texels); a scalar read takes one component of its texel.
+layout(binding = 0) uniform samplerBuffer a_texels;
+layout(binding = 1) uniform samplerBuffer b_texels;
+vec4 fetch_a4(uint i) { return texelFetch(a_texels, int(i)); }
+vec4 fetch_b4(uint i) { return texelFetch(b_texels, int(i)); }
+float fetch_a(uint i) { return texelFetch(a_texels, int(i >> 2))[i & 3]; }
+float fetch_b(uint i) { return texelFetch(b_texels, int(i >> 2))[i & 3]; }
+#else
 layout(std430, binding = 0) readonly buffer A { STORE_T a[]; };
 layout(std430, binding = 1) readonly buffer B { STORE_T b[]; };
 // 4-vector views of A and B for 4-aligned operands (VEC).
 layout(std430, binding = 0) readonly buffer A4 { STORE4_T a4[]; };
 layout(std430, binding = 1) readonly buffer B4 { STORE4_T b4[]; };
+vec4 fetch_a4(uint i) { return vec4(a4[i]); }
+vec4 fetch_b4(uint i) { return vec4(b4[i]); }
+float fetch_a(uint i) { return float(a[i]); }
+float fetch_b(uint i) { return float(b[i]); }
+#endif
 layout(std430, binding = 2) buffer C { STORE_T c[]; };
 // bias [N] for epilogues 1 and 2, R for epilogue 3, unused (any buffer) otherwise.
 layout(std430, binding = 3) readonly buffer X { STORE_T x[]; };
@@ -83,21 +102,21 @@ shared float as[SHARED != 0 ? BK * BM : 1];  // [BK][BM]
 shared float bs[SHARED != 0 ? BK * BN : 1];  // [BK][BN]
 
 float load_a(uint base, uint row, uint kk) {
-  return float(a[base + (TRANS_A != 0 ? kk * p.lda + row : row * p.lda + kk)]);
+  return fetch_a(base + (TRANS_A != 0 ? kk * p.lda + row : row * p.lda + kk));
 }
 float load_b(uint base, uint kk, uint col) {
-  return float(b[base + (TRANS_B != 0 ? col * p.ldb + kk : kk * p.ldb + col)]);
+  return fetch_b(base + (TRANS_B != 0 ? col * p.ldb + kk : kk * p.ldb + col));
 }
 
 // A(row, kk .. kk + 3) and B(kk .. kk + 3, col): vector reads when VEC allows (kk is then a
 // multiple of 4, as are the row and batch strides), else 4 scalar reads.
 vec4 load_a4(uint base, uint row, uint kk) {
-  if ((VEC & 1) != 0) return vec4(a4[(base + row * p.lda + kk) / 4]);
+  if ((VEC & 1) != 0) return fetch_a4((base + row * p.lda + kk) / 4);
   return vec4(load_a(base, row, kk), load_a(base, row, kk + 1), load_a(base, row, kk + 2),
               load_a(base, row, kk + 3));
 }
 vec4 load_b4(uint base, uint kk, uint col) {
-  if ((VEC & 2) != 0) return vec4(b4[(base + col * p.ldb + kk) / 4]);
+  if ((VEC & 2) != 0) return fetch_b4((base + col * p.ldb + kk) / 4);
   return vec4(load_b(base, kk, col), load_b(base, kk + 1, col), load_b(base, kk + 2, col),
               load_b(base, kk + 3, col));
 }
@@ -126,7 +145,7 @@ void direct_chunk(uint base_a, uint base_b, uint k0, uint nv) {
     if (A_RUNS != 0) {
       for (uint q = 0; q < AQ; ++q)
         for (uint kk = 0; kk < 4; ++kk)
-          at[q][4 * v + kk] = vec4(a4[(base_a + (k0 + 4 * v + kk) * p.lda + arun[q]) / 4]);
+          at[q][4 * v + kk] = fetch_a4((base_a + (k0 + 4 * v + kk) * p.lda + arun[q]) / 4);
     } else {
       for (uint r = 0; r < AROWS; ++r) ar[r][v] = load_a4(base_a, arow[r], k0 + 4 * v);
     }
@@ -135,7 +154,7 @@ void direct_chunk(uint base_a, uint base_b, uint k0, uint nv) {
       // wholly in range or wholly clamped).
       for (uint g = 0; g < TN / 4; ++g)
         for (uint kk = 0; kk < 4; ++kk) {
-          const vec4 r = vec4(b4[(base_b + (k0 + 4 * v + kk) * p.ldb + cols[4 * g]) / 4]);
+          const vec4 r = fetch_b4((base_b + (k0 + 4 * v + kk) * p.ldb + cols[4 * g]) / 4);
           for (uint e = 0; e < 4; ++e) bv[4 * g + e][v][kk] = r[e];
         }
     } else {

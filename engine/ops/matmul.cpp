@@ -1,5 +1,6 @@
 #include "engine/ops/matmul.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "engine/error.h"
@@ -43,6 +44,26 @@ void check_ld(const MatmulArgs& args, const char* name, uint32_t ld, uint32_t mi
   if (ld < min)
     throw Error(shape_of(args) + ": " + name + " = " + std::to_string(ld) + " is below " +
                 std::to_string(min));
+}
+
+VkFormat texel_format(DType t) {
+  return t == DType::f16 ? VK_FORMAT_R16G16B16A16_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
+}
+
+// Whether a view of 4-element texels can cover `buf` (offset aligned, `elements` in whole
+// texels of the view).
+bool texel_view_fits(const BufferRef& buf, uint64_t elements, DType t, const DeviceInfo& info) {
+  const uint64_t texel = 4ull * dtype_bytes(t);
+  const uint64_t texels = buf.size / texel;
+  return info.texel_buffer_alignment != 0 && buf.offset % info.texel_buffer_alignment == 0 &&
+         texels * texel >= elements * dtype_bytes(t) && texels <= info.max_texel_buffer_elements &&
+         (t == DType::f16 ? info.texel_rgba16f : info.texel_rgba32f);
+}
+
+bool texel_views_wanted(const MatmulArgs& args, const DeviceInfo& info) {
+  if (args.texel_views) return *args.texel_views;
+  if (const char* e = std::getenv("VKF_MATMUL_TEXEL"); e && *e) return std::string(e) != "0";
+  return info.is_cpu();
 }
 
 constexpr const char* k_coopmat_shader = "matmul_coopmat";
@@ -146,16 +167,32 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
       vec |= 4;
     if (args.trans_a && args.m % 4 == 0 && push.lda % 4 == 0 && push.stride_a % 4 == 0) vec |= 8;
   }
+  bool texel = false;
+  if (cfg.coopmat && args.texel_views.value_or(false))
+    throw Error(shape_of(args) +
+                ": texel views apply to the matmul kernel, not to configuration '" + cfg.name +
+                "'");
+  if (!cfg.coopmat && texel_views_wanted(args, info)) {
+    texel = texel_view_fits(args.a, span_elements(args.batch, sa, a_rows, a_cols, push.lda),
+                            args.dtype, info) &&
+            texel_view_fits(args.b, span_elements(args.batch, sb, b_rows, b_cols, push.ldb),
+                            args.dtype, info);
+    if (!texel && args.texel_views.value_or(false))
+      throw Error(shape_of(args) + ": texel views asked for, but A or B is not " +
+                  std::to_string(info.texel_buffer_alignment) +
+                  "-byte aligned, or does not end on a whole texel of 4 elements");
+  }
   // The coopmat kernel reads the same constants (tm, tn: one subgroup's block; shared unused).
   KernelSpec spec{emulated                   ? k_coopmat_emulated_shader
                   : cfg.coopmat              ? k_coopmat_shader
-                  : args.dtype == DType::f16 ? "matmul_f16"
-                                             : "matmul",
+                  : args.dtype == DType::f16 ? (texel ? "matmul_f16_texel" : "matmul_f16")
+                                             : (texel ? "matmul_texel" : "matmul"),
                   4,
                   sizeof(Push),
                   {cfg.workgroup, cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.shared ? 1u : 0u,
                    args.trans_a ? 1u : 0u, args.trans_b ? 1u : 0u,
                    static_cast<uint32_t>(args.epilogue), vec, args.beta != 0.0f ? 1u : 0u}};
+  if (texel) spec.texel_buffers = 0b11;
   // The direct path needs the workgroup to be exactly one subgroup.
   if (!cfg.shared && info.subgroup_size != cfg.workgroup) spec.subgroup_size = cfg.workgroup;
   const Kernel& k = dev.kernel(spec);
@@ -165,7 +202,12 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
     throw Error(shape_of(args) + ": needs " + std::to_string(groups[0]) + " x " +
                 std::to_string(groups[1]) + " workgroups, above the device's limits");
   const Arg c_arg = args.beta != 0.0f ? inout(args.c) : out(args.c);
-  rec.dispatch(k, {in(args.a), in(args.b), c_arg, in(extra)}, push, groups);
+  if (texel) {
+    const VkFormat f = texel_format(args.dtype);
+    rec.dispatch(k, {in_texels(args.a, f), in_texels(args.b, f), c_arg, in(extra)}, push, groups);
+  } else {
+    rec.dispatch(k, {in(args.a), in(args.b), c_arg, in(extra)}, push, groups);
+  }
 }
 
 }  // namespace vkf::ops

@@ -40,6 +40,13 @@ struct MatmulArgs {
   // fp32 arithmetic (shaders/common/coopmat_fragment.glsl) instead of tensor cores, so that its
   // staging, edges and epilogue are checked on devices without VK_NV_cooperative_matrix. Slow.
   bool emulate_coopmat = false;
+  // Read A and B through uniform texel buffers (shaders/matmul.comp, VKF_TEXEL) rather than
+  // storage buffers. The views need A's and B's offsets aligned to
+  // DeviceInfo::texel_buffer_alignment and their elements in whole 4-element texels.
+  // nullopt: on CPU devices, where lavapipe gathers texels without the per-lane loop of its
+  // storage-buffer loads, wherever the views fit (else storage buffers); VKF_MATMUL_TEXEL=0 or 1
+  // overrides that default (benchmarks). true: texel views or an error. false: storage buffers.
+  std::optional<bool> texel_views;
 };
 
 void matmul(Device& dev, Recorder& rec, const MatmulArgs& args);

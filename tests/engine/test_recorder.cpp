@@ -1,3 +1,5 @@
+#include <array>
+
 #include "engine/ops/basic.h"
 #include "tests/support/vk_test.h"
 
@@ -107,6 +109,31 @@ VKF_TEST_CASE("dispatch arguments are checked", "[engine][recorder]") {
   REQUIRE_THROWS_WITH(rec.dispatch(fill, {out(a)}, push, {0, 1, 1}),
                       Catch::Contains("workgroup count"));
   REQUIRE_THROWS_WITH(dev.kernel({"no_such_shader", 1, 0, {}}), Catch::Contains("no_such_shader"));
+  // Texel-buffer bindings (KernelSpec::texel_buffers) take a view format; storage buffers none.
+  REQUIRE_THROWS_WITH(
+      rec.dispatch(fill, {in_texels(a, VK_FORMAT_R32G32B32A32_SFLOAT)}, push, {1, 1, 1}),
+      Catch::Contains("is no texel buffer"));
+  Buffer big = dev.allocate(4096, "big");
+  KernelSpec texel_spec{"matmul_texel", 4, 44, {}};  // A and B (bindings 0, 1) as texels
+  texel_spec.texel_buffers = 0b11;
+  const Kernel& texel = dev.kernel(texel_spec);
+  std::array<uint32_t, 11> mm_push{};
+  const VkFormat rgba32f = VK_FORMAT_R32G32B32A32_SFLOAT;
+  REQUIRE_THROWS_WITH(
+      rec.dispatch(texel, {in(big), in(big), out(big), in(big)}, mm_push, {1, 1, 1}),
+      Catch::Contains("is a texel buffer and needs a format"));
+  const uint64_t align = dev.info().texel_buffer_alignment;
+  REQUIRE(align >= 4);
+  const BufferRef off = BufferRef(big).slice(align / 2, 1024);
+  REQUIRE_THROWS_WITH(
+      rec.dispatch(texel, {in_texels(off, rgba32f), in_texels(big, rgba32f), out(big), in(big)},
+                   mm_push, {1, 1, 1}),
+      Catch::Contains("is no multiple of"));
+  REQUIRE_THROWS_WITH(
+      rec.dispatch(texel,
+                   {in_texels(big, VK_FORMAT_R8_UNORM), in_texels(big, rgba32f), out(big), in(big)},
+                   mm_push, {1, 1, 1}),
+      Catch::Contains("unsupported texel-buffer format"));
 }
 
 VKF_TEST_CASE("profiling gives per-dispatch times and a per-kernel table", "[engine][profile]") {

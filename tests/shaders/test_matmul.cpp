@@ -97,9 +97,12 @@ std::vector<float> download(Device& dev, const BufferRef& src, size_t n, DType t
   return test::download_as(dev, src, n, t);
 }
 
+// texel: MatmulArgs::texel_views (true: A and B through texel views, false: storage buffers,
+// nullopt: the engine's choice).
 void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c, uint32_t seed,
-              bool emulate_coopmat = false) {
-  INFO(describe(cfg, t, c) << (emulate_coopmat ? " (emulated fragments)" : ""));
+              bool emulate_coopmat = false, std::optional<bool> texel = std::nullopt) {
+  INFO(describe(cfg, t, c) << (emulate_coopmat ? " (emulated fragments)" : "")
+                           << (texel ? (*texel ? " (texel views)" : " (storage buffers)") : ""));
   const uint32_t es = dtype_bytes(t);
   // f32 poison is test::k_poison; f16 cannot hold it, so -65504 (no product of our inputs).
   const float poison = t == DType::f32 ? test::k_poison : -65504.0f;
@@ -135,7 +138,14 @@ void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c,
   std::vector<float> c_full(nc + 2 * k_guard, poison);
   std::copy(c0.begin(), c0.end(), c_full.begin() + k_guard);
 
-  Buffer ba = dev.allocate(na * es, "A"), bb = dev.allocate(nb * es, "B");
+  // A and B end on a whole 4-element texel (the texel views read them whole); the extra
+  // elements are poison and never read.
+  auto texel_padded = [&](std::vector<float> v) {
+    v.resize((v.size() + 3) / 4 * 4, poison);
+    return v;
+  };
+  a = texel_padded(a), b = texel_padded(b);
+  Buffer ba = dev.allocate(a.size() * es, "A"), bb = dev.allocate(b.size() * es, "B");
   Buffer bc = dev.allocate(c_full.size() * es, "C"), bbias = dev.allocate(c.n * es, "bias");
   Buffer br = dev.allocate(nc * es, "R");
   upload(dev, ba, a, t);
@@ -159,6 +169,7 @@ void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c,
   args.dtype = t;
   args.config = &cfg;
   args.emulate_coopmat = emulate_coopmat;
+  args.texel_views = texel;
   Recorder rec(dev);
   ops::matmul(dev, rec, args);
   rec.finish().run();
@@ -184,7 +195,9 @@ void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c,
 
 }  // namespace
 
-VKF_TEST_CASE("matmul matches the reference for every tuning-table row", "[shaders][matmul]") {
+namespace {
+
+void check_every_row(bool texel) {
   Device& dev = test::device();
   std::vector<DType> types{DType::f32};
   if (dev.info().storage16)
@@ -204,9 +217,23 @@ VKF_TEST_CASE("matmul matches the reference for every tuning-table row", "[shade
     REQUIRE(ops::matmul_config_fits(cfg, dev.info()));
     for (DType t : types) {
       uint32_t seed = 1;
-      for (const Case& c : k_cases) run_case(dev, cfg, t, c, seed += 10);
+      for (const Case& c : k_cases) run_case(dev, cfg, t, c, seed += 10, false, texel);
     }
   }
+}
+
+}  // namespace
+
+// Storage-buffer operands: what GPUs run.
+VKF_TEST_CASE("matmul matches the reference for every tuning-table row", "[shaders][matmul]") {
+  check_every_row(false);
+}
+
+// A and B through texel views: what CPU devices run (MatmulArgs::texel_views), and every other
+// row too, since any device may be given them.
+VKF_TEST_CASE("matmul through texel views matches the reference for every tuning-table row",
+              "[shaders][matmul][texel]") {
+  check_every_row(true);
 }
 
 VKF_TEST_CASE("matmul: the NV cooperative-matrix rows match the reference (f16)",
@@ -368,8 +395,24 @@ VKF_TEST_CASE("matmul checks its arguments", "[shaders][matmul]") {
   args.epilogue = ops::Epilogue::bias;
   CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("bias is not bound"));
 
-  // Emulation is for coopmat rows only.
+  // Texel views asked for where they cannot hold A: an offset off the alignment, or an A that
+  // ends inside a texel.
   args.epilogue = ops::Epilogue::none;
+  args.texel_views = true;
+  const uint32_t align = uint32_t(dev.info().texel_buffer_alignment);
+  REQUIRE(align >= 4);
+  args.a = BufferRef(big).slice(1024 + align / 2, 256);
+  CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("texel views asked for"));
+  args.lda = 8;
+  args.m = 7, args.k = 7;  // A spans 6 * 8 + 7 = 55 elements, 13.75 texels
+  args.a = BufferRef(big).slice(1024, 55 * 4);
+  CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("texel views asked for"));
+  args.a = BufferRef(big).slice(1024, 4096);
+  args.lda.reset();
+  args.m = 8, args.k = 8;
+  args.texel_views.reset();
+
+  // Emulation is for coopmat rows only.
   args.emulate_coopmat = true;
   CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("applies to coopmat rows"));
   args.emulate_coopmat = false;
