@@ -23,6 +23,9 @@ constexpr MatmulConfig k_configs[] = {
     // CPUs): with B transposed (B read along k), 32 x 6 a lane beat 32 x 4, 32 x 8, 16 x 8,
     // 16 x 12 and 16 x 16 at 1024^3; with B not transposed (read in 4-column runs, which need
     // a block 4k wide), 32 x 8 beat 32 x 4 and 32 x 6 (0.37 of OpenBLAS against 0.32 and 0.29).
+    // These sweeps read A and B through storage buffers; CPU devices now read them through
+    // texel views (MatmulArgs::texel_views), where 32 x 8 with B transposed was no faster than
+    // 32 x 6 within the noise of a loaded machine (bench/README.md).
     {"cpu_direct16", 16, 32, 96, 1, 32, 6, false},
     {"cpu_direct16_nn", 16, 32, 128, 1, 32, 8, false},
     // NVIDIA tensor cores (VK_NV_cooperative_matrix, f16 storage): 4 subgroups of 32 on a 64x64
