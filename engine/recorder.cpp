@@ -16,22 +16,6 @@ constexpr uint32_t k_max_buffers_per_set = 16;
 // Texel buffers are rare (the matmul's operands on CPU devices): a quarter of a set at most.
 constexpr uint32_t k_max_texel_buffers_per_set = 4;
 constexpr uint32_t k_query_chunk = 4096;
-
-// Bytes per texel of the formats texel-buffer views take; 0 for any other.
-uint32_t texel_bytes(VkFormat f) {
-  switch (f) {
-    case VK_FORMAT_R32G32B32A32_SFLOAT:
-      return 16;
-    case VK_FORMAT_R16G16B16A16_SFLOAT:
-      return 8;
-    case VK_FORMAT_R32_SFLOAT:
-      return 4;
-    case VK_FORMAT_R16_SFLOAT:
-      return 2;
-    default:
-      return 0;
-  }
-}
 }  // namespace
 
 Sequence::Sequence(Sequence&& o) noexcept
@@ -210,24 +194,47 @@ VkDescriptorSet Recorder::allocate_set(const Kernel& kernel) {
   return set;
 }
 
-VkBufferView Recorder::make_texel_view(const Arg& arg, const std::string& kernel, size_t binding) {
-  const DeviceInfo& info = device_.info();
-  const uint32_t texel = texel_bytes(arg.texel_format);
-  const BufferRef& b = arg.buffer;
-  const std::string where = "kernel " + kernel + ", binding " + std::to_string(binding);
-  if (texel == 0) throw Error(where + ": unsupported texel-buffer format");
-  if (b.offset % std::max<uint64_t>(info.texel_buffer_alignment, 1))
-    throw Error(where + ": texel-buffer offset " + std::to_string(b.offset) +
-                " is no multiple of " + std::to_string(info.texel_buffer_alignment));
+uint32_t texel_bytes(VkFormat format) {
+  switch (format) {
+    case VK_FORMAT_R32G32B32A32_SFLOAT:
+      return 16;
+    case VK_FORMAT_R16G16B16A16_SFLOAT:
+      return 8;
+    case VK_FORMAT_R32_SFLOAT:
+      return 4;
+    case VK_FORMAT_R16_SFLOAT:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+std::string texel_view_misfit(const DeviceInfo& info, const BufferRef& b, VkFormat format) {
+  const uint32_t texel = texel_bytes(format);
+  if (texel == 0) return "unsupported texel-buffer format";
+  if ((format == VK_FORMAT_R32G32B32A32_SFLOAT && !info.texel_rgba32f) ||
+      (format == VK_FORMAT_R16G16B16A16_SFLOAT && !info.texel_rgba16f))
+    return "the device cannot read this format from a uniform texel buffer";
+  const uint64_t align = std::max<uint64_t>(info.texel_buffer_alignment, 1);
+  if (b.offset % align)
+    return "texel-buffer offset " + std::to_string(b.offset) + " is no multiple of " +
+           std::to_string(align);
   const VkDeviceSize texels = b.size / texel;
   if (texels == 0 || texels > info.max_texel_buffer_elements)
-    throw Error(where + ": " + std::to_string(texels) + " texels, outside 1.." +
-                std::to_string(info.max_texel_buffer_elements));
+    return std::to_string(texels) + " texels, outside 1.." +
+           std::to_string(info.max_texel_buffer_elements);
+  return "";
+}
+
+VkBufferView Recorder::make_texel_view(const Arg& arg, const std::string& kernel, size_t binding) {
+  const BufferRef& b = arg.buffer;
+  if (const std::string why = texel_view_misfit(device_.info(), b, arg.texel_format); !why.empty())
+    throw Error("kernel " + kernel + ", binding " + std::to_string(binding) + ": " + why);
   VkBufferViewCreateInfo vi{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
   vi.buffer = b.buffer;
   vi.format = arg.texel_format;
   vi.offset = b.offset;
-  vi.range = texels * texel;
+  vi.range = b.size / texel_bytes(arg.texel_format) * texel_bytes(arg.texel_format);
   VkBufferView view = VK_NULL_HANDLE;
   check(vkCreateBufferView(device_.handle(), &vi, nullptr, &view),
         "creating a texel-buffer view on " + device_.label());

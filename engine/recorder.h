@@ -19,6 +19,7 @@
 namespace vkf {
 
 class Device;
+struct DeviceInfo;
 
 enum class Access : uint8_t { read, write, read_write };
 
@@ -36,6 +37,14 @@ inline Arg in(const BufferRef& b) {
 inline Arg in_texels(const BufferRef& b, VkFormat format) {
   return {b, Access::read, format};
 }
+// Why `info` cannot view `buffer` as a uniform texel buffer of `format` ("" when it can): a
+// format the engine does not take or the device cannot read, an offset off
+// DeviceInfo::texel_buffer_alignment, or no whole texel / more than the device's limit. The view
+// covers the whole texels of `buffer` (size / texel_bytes(format)).
+std::string texel_view_misfit(const DeviceInfo& info, const BufferRef& buffer, VkFormat format);
+// Bytes per texel of the formats texel views take (RGBA32F/RGBA16F/R32F/R16F); 0 for any other.
+uint32_t texel_bytes(VkFormat format);
+
 inline Arg out(const BufferRef& b) {
   return {b, Access::write};
 }

@@ -50,14 +50,12 @@ VkFormat texel_format(DType t) {
   return t == DType::f16 ? VK_FORMAT_R16G16B16A16_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
 }
 
-// Whether a view of 4-element texels can cover `buf` (offset aligned, `elements` in whole
-// texels of the view).
+// Whether a view of 4-element texels can cover `buf` and its first `elements` elements (the
+// view holds whole texels only).
 bool texel_view_fits(const BufferRef& buf, uint64_t elements, DType t, const DeviceInfo& info) {
-  const uint64_t texel = 4ull * dtype_bytes(t);
-  const uint64_t texels = buf.size / texel;
-  return info.texel_buffer_alignment != 0 && buf.offset % info.texel_buffer_alignment == 0 &&
-         texels * texel >= elements * dtype_bytes(t) && texels <= info.max_texel_buffer_elements &&
-         (t == DType::f16 ? info.texel_rgba16f : info.texel_rgba32f);
+  const VkFormat f = texel_format(t);
+  return texel_view_misfit(info, buf, f).empty() &&
+         buf.size / texel_bytes(f) * texel_bytes(f) >= elements * dtype_bytes(t);
 }
 
 bool texel_views_wanted(const MatmulArgs& args, const DeviceInfo& info) {
