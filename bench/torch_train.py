@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""PyTorch's training throughput on the same Transformer and batch as bench_train (CPU).
+"""PyTorch's training throughput on the same Transformer and batch as bench_train (on the CPU, or
+CUDA with --device cuda, fp16 autocast with --amp).
 
 Post-LN encoder-decoder (torch.nn.Transformer, norm_first=False), shared embeddings scaled by
 sqrt(d_model) and tied to the output projection, sinusoidal positions, label-smoothed
@@ -67,6 +68,9 @@ def main():
     torch.set_num_threads(os.cpu_count() or 1)  # lavapipe uses every core too
     torch.manual_seed(1)
     dev = torch.device(a.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        print(json.dumps({"error": "no CUDA device for --device " + a.device}))
+        return
     m = Model(PRESETS[a.preset], a.vocab).to(dev)
     opt = torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
