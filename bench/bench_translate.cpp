@@ -2,9 +2,10 @@
 // with batches of 32 and of 1 sentence, and greedy with batch 32. Sources of 20 tokens; the
 // random model rarely emits EOS, so every sentence runs to its maximum of 20 output tokens
 // (--max-len-a 0 --max-len-b 20). Counters: sentences/s and output tokens/s (EOS included).
-// The same checkpoint is decoded by PyTorch (bench/torch_translate.py: nn.Transformer, which has
-// no key/value cache, so each step re-runs the decoder over the prefix) when python3-torch is
-// installed: counters torch_sentences/s and ratio_vs_torch.
+// The same checkpoint is decoded by PyTorch when python3-torch is installed
+// (bench/torch_translate.py: nn.Transformer's layers run incrementally over a key/value cache, as
+// fairseq and CTranslate2 decode; on CUDA when the Vulkan device is a GPU, else on the same CPU
+// cores): counters torch_sentences/s and ratio_vs_torch.
 //   bench_translate --benchmark_min_time=1 --benchmark_format=json
 //   VKF_BENCH_PROFILE=1   also print one decoder step's time per kernel (device timestamps)
 #include <benchmark/benchmark.h>
@@ -85,7 +86,8 @@ void translate(benchmark::State& state) {
   save_checkpoint(ckpt, params().config(), params().layout(), params().download(), 0);
   auto torch = bench::run_torch("torch_translate.py speed --model " + ckpt + " --beam " +
                                 std::to_string(beam) + " --batch " + std::to_string(batch) +
-                                " --src-len 21 --max-len 20");
+                                " --src-len 21 --max-len 20" +
+                                (device().info().is_cpu() ? "" : " --device cuda"));
   if (torch.contains("sentences_per_second")) {
     const double t = torch["sentences_per_second"].get<double>();
     state.counters["torch_sentences/s"] = t;

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """PyTorch on the same checkpoint as vkf: translation speed, and scores to compare with vkf score.
 
-Loads a vkf checkpoint (safetensors, shared/design.md names) into torch.nn.Transformer (post-LN,
-no final norms, shared embeddings) on the CPU and
+Loads a vkf checkpoint (safetensors, the names of docs/design.md) into torch.nn.Transformer
+(post-LN, no final norms, shared embeddings) and
 
-  speed   decodes random sources (greedy or beam) and prints tokens/s as JSON. PyTorch's
-          nn.Transformer has no key/value cache, so each step re-runs the decoder over the
-          prefix, which is what a plain PyTorch implementation does.
+  speed   decodes random sources (greedy or beam) and prints sentences/s as JSON. The decoder
+          runs incrementally with a key/value cache (self-attention keys and values appended
+          per step, cross-attention keys and values projected once), as fairseq and CTranslate2
+          decode; `--no-cache` re-runs nn.Transformer's decoder over the whole prefix instead.
+          `--device cuda` on a GPU machine.
+  check   asserts that the cached decoder's log-probabilities equal nn.Transformer's.
   score   reads "src ids TAB tgt ids" lines (from `vkf vocab --model M --encode`) and prints
           the summed log-probability of each target (EOS included) and its token count, like
           `vkf score`.
@@ -21,6 +24,7 @@ import time
 try:
     import torch
     import torch.nn as nn
+    import torch.nn.functional as F
 except ImportError:
     print(json.dumps({"error": "torch is not installed"}))
     sys.exit(0)
@@ -104,54 +108,157 @@ class Model(nn.Module):
         return torch.log_softmax(h @ self.embed.t(), dim=-1)
 
 
+def attend(q, k, v, keep=None):
+    """Scaled dot-product attention; `keep` is True where a key may be attended."""
+    if hasattr(F, "scaled_dot_product_attention"):  # torch 2: fused kernels
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if keep is not None:
+        s = s.masked_fill(~keep, float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
+
+
+class CachedDecoder:
+    """nn.Transformer's decoder layers run one position at a time over a key/value cache."""
+
+    def __init__(self, m, memory, pad, max_len):
+        c = m.c
+        self.m, self.h = m, c["heads"]
+        n, s, d = memory.shape
+        self.dk = d // self.h
+        self.layers = list(m.t.decoder.layers)
+        # Cross-attention keys and values: projected once per sentence.
+        self.cross = []
+        for l in self.layers:
+            _, wk, wv = l.multihead_attn.in_proj_weight.chunk(3)
+            _, bk, bv = l.multihead_attn.in_proj_bias.chunk(3)
+            self.cross.append((self.heads(F.linear(memory, wk, bk)),
+                               self.heads(F.linear(memory, wv, bv))))
+        self.keep = (~pad)[:, None, None, :]  # [n, 1, 1, s]: True where a key may be attended
+        shape = (len(self.layers), n, self.h, max_len, self.dk)
+        self.k = torch.zeros(shape, device=memory.device)
+        self.v = torch.zeros(shape, device=memory.device)
+
+    def heads(self, x):  # [n, t, d] -> [n, h, t, dk]
+        return x.view(x.shape[0], x.shape[1], self.h, self.dk).transpose(1, 2)
+
+    def merge(self, x):  # [n, h, t, dk] -> [n, t, d]
+        return x.transpose(1, 2).reshape(x.shape[0], x.shape[2], self.h * self.dk)
+
+    def reorder(self, rows):
+        self.k, self.v = self.k[:, rows], self.v[:, rows]
+        self.cross = [(k[rows], v[rows]) for k, v in self.cross]
+        self.keep = self.keep[rows]
+
+    def step(self, tokens, pos):
+        """Log-probabilities of the next token after `tokens` [n] at position `pos`."""
+        m = self.m
+        x = m.embed[tokens][:, None] * math.sqrt(m.c["d_model"]) + m.pe[pos]
+        for i, l in enumerate(self.layers):
+            q, k, v = F.linear(x, l.self_attn.in_proj_weight, l.self_attn.in_proj_bias).chunk(3, -1)
+            self.k[i, :, :, pos] = self.heads(k)[:, :, 0]
+            self.v[i, :, :, pos] = self.heads(v)[:, :, 0]
+            a = attend(self.heads(q), self.k[i, :, :, : pos + 1], self.v[i, :, :, : pos + 1])
+            x = l.norm1(x + l.self_attn.out_proj(self.merge(a)))
+            wq, _, _ = l.multihead_attn.in_proj_weight.chunk(3)
+            bq, _, _ = l.multihead_attn.in_proj_bias.chunk(3)
+            ck, cv = self.cross[i]
+            a = attend(self.heads(F.linear(x, wq, bq)), ck, cv, self.keep)
+            x = l.norm2(x + l.multihead_attn.out_proj(self.merge(a)))
+            x = l.norm3(x + l.linear2(F.relu(l.linear1(x))))
+        return torch.log_softmax(x[:, 0] @ m.embed.t(), dim=-1)
+
+
 @torch.no_grad()
-def beam_search(m, src, beam, max_len, alpha=0.6):
-    """Batched beam search, no cache; finished hypotheses kept per sentence."""
+def beam_search(m, src, beam, max_len, cache=True):
+    """Batched beam search (beam 1: greedy); finished hypotheses kept per sentence."""
     c = m.c
-    B = src.shape[0]
+    B, dev = src.shape[0], src.device
     memory, pad = m.encode(src)
     memory = memory.repeat_interleave(beam, 0)
     pad = pad.repeat_interleave(beam, 0)
-    seqs = torch.full((B * beam, 1), c["bos_id"], dtype=torch.long)
-    scores = torch.zeros(B, beam)
+    dec = CachedDecoder(m, memory, pad, max_len + 1) if cache else None
+    seqs = torch.full((B * beam, 1), c["bos_id"], dtype=torch.long, device=dev)
+    scores = torch.zeros(B, beam, device=dev)
     scores[:, 1:] = -1e9
-    done = torch.zeros(B * beam, dtype=torch.bool)
-    generated = 0
-    for _ in range(max_len):
-        lp = m.logprobs(memory, pad, seqs)[:, -1]  # [B*beam, V]
+    done = torch.zeros(B * beam, dtype=torch.bool, device=dev)
+    offsets = torch.arange(B, device=dev).unsqueeze(1) * beam
+    for pos in range(max_len):
+        if dec:
+            lp = dec.step(seqs[:, -1], pos)
+        else:
+            lp = m.logprobs(memory, pad, seqs)[:, -1]  # [B*beam, V]
         lp[done] = -1e9
         lp[done, c["eos_id"]] = 0.0
         V = lp.shape[1]
         cand = (scores.reshape(-1, 1) + lp).reshape(B, beam * V)
         top, idx = cand.topk(beam, dim=1)
-        origin = (idx // V) + torch.arange(B).unsqueeze(1) * beam
+        origin = ((idx // V) + offsets).reshape(-1)
         token = idx % V
-        seqs = torch.cat([seqs[origin.reshape(-1)], token.reshape(-1, 1)], dim=1)
-        done = done[origin.reshape(-1)] | (token.reshape(-1) == c["eos_id"])
-        generated += int((~done).sum()) + 0
+        seqs = torch.cat([seqs[origin], token.reshape(-1, 1)], dim=1)
+        done = done[origin] | (token.reshape(-1) == c["eos_id"])
+        if dec:
+            dec.reorder(origin)
         scores = top
         if bool(done.all()):
             break
-    return seqs, generated
+    return seqs
+
+
+def random_sources(c, batch, src_len, device):
+    g = torch.Generator().manual_seed(1)
+    src = torch.randint(4, c["vocab_size"], (batch, src_len), generator=g)
+    src[:, -1] = c["eos_id"]
+    return src.to(device)
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def speed(a):
     c, w = load_safetensors(a.model)
     torch.set_num_threads(a.threads)
-    m = Model(c, w)
-    g = torch.Generator().manual_seed(1)
-    src = torch.randint(4, c["vocab_size"], (a.batch, a.src_len), generator=g)
-    src[:, -1] = c["eos_id"]
-    beam_search(m, src[:1], a.beam, 3)  # warm-up
+    dev = torch.device(a.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        print(json.dumps({"error": "no CUDA device for --device " + a.device}))
+        return
+    m = Model(c, w).to(dev)
+    src = random_sources(c, a.batch, a.src_len, dev)
+    beam_search(m, src, a.beam, a.max_len, not a.no_cache)  # warm-up at the timed shape
+    sync(dev)
     t0 = time.perf_counter()
     n_tokens = 0
     for _ in range(a.repeats):
-        seqs, _ = beam_search(m, src, a.beam, a.max_len)
+        seqs = beam_search(m, src, a.beam, a.max_len, not a.no_cache)
         n_tokens += a.batch * (seqs.shape[1] - 1)
+    sync(dev)
     dt = time.perf_counter() - t0
     print(json.dumps({"beam": a.beam, "batch": a.batch, "sentences_per_second":
                       a.batch * a.repeats / dt, "output_tokens_per_second": n_tokens / dt,
-                      "threads": torch.get_num_threads()}))
+                      "kv_cache": not a.no_cache, "device": str(dev),
+                      "threads": torch.get_num_threads(), "torch": torch.__version__}))
+
+
+@torch.no_grad()
+def check(a):
+    """The cached decoder against nn.Transformer over the whole prefix, and the searches."""
+    c, w = load_safetensors(a.model)
+    m = Model(c, w)
+    src = random_sources(c, 3, 9, torch.device("cpu"))
+    src[1, 5:] = c["pad_id"]  # a padded source
+    memory, pad = m.encode(src)
+    prefix = torch.randint(4, c["vocab_size"], (3, 7), generator=torch.Generator().manual_seed(2))
+    prefix[:, 0] = c["bos_id"]
+    full = m.logprobs(memory, pad, prefix)
+    dec = CachedDecoder(m, memory, pad, prefix.shape[1])
+    err = max(float((dec.step(prefix[:, t], t) - full[:, t]).abs().max())
+              for t in range(prefix.shape[1]))
+    same = all(torch.equal(beam_search(m, src, b, 12, True), beam_search(m, src, b, 12, False))
+               for b in (1, 4))
+    print(json.dumps({"max_abs_logprob_difference": err, "same_search_output": same}))
+    sys.exit(0 if err < 1e-4 and same else 1)
 
 
 @torch.no_grad()
@@ -181,6 +288,10 @@ def main():
     sp.add_argument("--max-len", type=int, default=20)
     sp.add_argument("--repeats", type=int, default=1)
     sp.add_argument("--threads", type=int, default=0)
+    sp.add_argument("--device", default="cpu")
+    sp.add_argument("--no-cache", action="store_true", help="re-run the decoder over the prefix")
+    ck = sub.add_parser("check")
+    ck.add_argument("--model", required=True)
     sc = sub.add_parser("score")
     sc.add_argument("--model", required=True)
     a = ap.parse_args()
@@ -188,6 +299,8 @@ def main():
         import os
         a.threads = a.threads or os.cpu_count() or 1
         speed(a)
+    elif a.cmd == "check":
+        check(a)
     else:
         score(a)
 

@@ -273,4 +273,10 @@ TEST_CASE("vkf score agrees with PyTorch on the same checkpoint", "[apps][cli][t
     ++lines;
   }
   CHECK(lines == 12);
+  // The benchmark's anchor decodes with a key/value cache: same log-probabilities and outputs
+  // as nn.Transformer over the whole prefix.
+  const std::string check = "/usr/bin/python3 " + std::string(VKF_SOURCE_DIR) +
+                            "/bench/torch_translate.py check --model " +
+                            (model / "checkpoint-2.safetensors").string() + " >/dev/null 2>&1";
+  CHECK(std::system(check.c_str()) == 0);
 }
