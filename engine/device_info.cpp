@@ -262,7 +262,10 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
       info.nv_coopmat &&
       (coop_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
       nv_coopmat_has_f16_16x16x16(instance, physical);
-  info.subgroup_size_control = has_sg_control && sg_features.subgroupSizeControl;
+  // Required subgroup sizes (engine/kernel.cpp) are only for the stages the device lists.
+  info.subgroup_size_control =
+      has_sg_control && sg_features.subgroupSizeControl &&
+      (sg_control.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
 
   VkPhysicalDeviceMemoryProperties mem;
   vkGetPhysicalDeviceMemoryProperties(physical, &mem);

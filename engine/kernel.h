@@ -20,7 +20,7 @@ struct KernelSpec {
   uint32_t push_bytes = 0;     // size of the push-constant block
   std::vector<uint32_t> spec;  // specialization constants, constant_id = index (floats bitcast)
   uint32_t subgroup_size = 0;  // required subgroup size, 0 = driver's choice
-  // Bindings (bit i = binding i) that are uniform texel buffers (GLSL samplerBuffer) rather than
+  // Bindings (bit i = binding i) that are uniform texel buffers (GLSL textureBuffer) rather than
   // storage buffers: lavapipe reads them with branch-free gathers, where each lane's storage
   // buffer load becomes a loop over the lanes (see shaders/matmul.comp, VKF_TEXEL).
   uint32_t texel_buffers = 0;

@@ -29,6 +29,12 @@
 #endif
 #include "philox.glsl"
 #include "step.glsl"
+#ifdef VKF_F16
+#include "f16_round.glsl"
+#define STORE_ROUND(v) f16_rounded(v)
+#else
+#define STORE_ROUND(v) (v)
+#endif
 
 layout(local_size_x_id = 0) in;  // a power of two
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };     // [rows, d]
@@ -99,9 +105,10 @@ void layer_norm_row(uint row, uint lane, uint lanes) {
       float v = float(x[i]);
       if (residual) {
         // Statistics and y come from h as stored (rounded, in the f16 variants), so that they
-        // agree with the h the backward pass reads. Only this invocation reads h[i] back.
-        h[i] = STORE_T(v + float(s[i]) * mask_scale(i));
-        v = float(h[i]);
+        // agree with the h the backward pass reads. The rounding is done here rather than by
+        // reading h[i] back, which Mesa 25's lavapipe gets wrong (common/f16_round.glsl).
+        v = STORE_ROUND(v + float(s[i]) * mask_scale(i));
+        h[i] = STORE_T(v);
       }
       sum += v;
     }

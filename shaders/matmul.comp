@@ -27,6 +27,9 @@
 #endif
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+#ifdef VKF_TEXEL
+#extension GL_EXT_samplerless_texture_functions : require
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint BM = 64;
@@ -49,8 +52,11 @@ layout(constant_id = 11) const uint READ_C = 0;  // beta != 0
 // lavapipe each lane's storage-buffer load is a loop over the lanes with a branch per lane,
 // where a texel fetch is a branch-free gather. The views cover A and B whole (the wrapper
 // checks that their sizes are whole texels); a scalar read takes one component of its texel.
-layout(binding = 0) uniform samplerBuffer a_texels;
-layout(binding = 1) uniform samplerBuffer b_texels;
+// textureBuffer, not samplerBuffer: a uniform texel buffer takes no sampler, and the combined
+// form (OpTypeSampledImage of a Buffer image) draws a SPIR-V validator warning under Mesa 25's
+// lavapipe (Vulkan 1.4); texelFetch on it is GL_EXT_samplerless_texture_functions.
+layout(binding = 0) uniform textureBuffer a_texels;
+layout(binding = 1) uniform textureBuffer b_texels;
 vec4 fetch_a4(uint i) { return texelFetch(a_texels, int(i)); }
 vec4 fetch_b4(uint i) { return texelFetch(b_texels, int(i)); }
 float fetch_a(uint i) { return texelFetch(a_texels, int(i >> 2))[i & 3]; }

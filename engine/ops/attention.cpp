@@ -292,8 +292,17 @@ void dispatch_on_path(Device& dev, Recorder& rec, AttentionKernel kind, const st
     const bool unrolled =
         kind != AttentionKernel::forward && t.unroll == AttentionTiles::Unroll::unrolled;
     const std::string base = "attention_rows_" + name + (unrolled ? "_unrolled" : "");
-    const Kernel& k = dev.kernel({kernel_name(base.c_str(), a.dtype), bindings, sizeof push,
-                                  rows_spec(dev.info(), kind, t.rows, a)});
+    KernelSpec spec{kernel_name(base.c_str(), a.dtype), bindings, sizeof push,
+                    rows_spec(dev.info(), kind, t.rows, a)};
+    // The kernels take gl_SubgroupInvocationID for the lane and shuffle across all WG lanes, so
+    // the workgroup must be one subgroup of exactly subgroup_size lanes. A device whose
+    // subgroup size varies by pipeline (Intel's 8..32, say) may otherwise compile a 32-wide
+    // workgroup as two subgroups of 16: require the size where VK_EXT_subgroup_size_control
+    // lets us (engine/kernel.cpp); elsewhere the size is fixed at subgroup_size.
+    if (dev.info().subgroup_size_control &&
+        dev.info().min_subgroup_size != dev.info().max_subgroup_size)
+      spec.subgroup_size = dev.info().subgroup_size;
+    const Kernel& k = dev.kernel(spec);
     rec.dispatch(k, args, &push, sizeof push,
                  tile_groups(len, dev.info().subgroup_size * t.rows, a));
     return;

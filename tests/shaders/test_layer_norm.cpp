@@ -274,6 +274,51 @@ VKF_TEST_CASE("layer_norm with f16 storage: every workgroup size and reduction p
   if (has_storage16()) check_every_path(reduce, DType::f16);
 }
 
+// The statistics of a residual row come from h as stored. With d = 1 the mean is h itself, bit
+// for bit, and y = beta; the sums below round to f16 (ties to even, one carrying into the
+// exponent). Mesa 25.0.7's lavapipe handed the kernel the unrounded fp32 sum when it read back
+// the f16 h it had just stored (shaders/common/f16_round.glsl): the mean was x + s, not h, and
+// y missed beta by 525 tolerances. Every reduction path, with and without dropout.
+VKF_TEST_CASE("layer_norm f16 statistics use h as stored", "[shaders][layer_norm][f16]") {
+  if (!has_storage16()) return;
+  // (x, s) pairs of f16 values whose fp32 sum is exact; it is then rounded once, to f16.
+  std::vector<std::pair<float, float>> pairs{
+      {1.0f + 1 / 1024.0f, 1 / 2048.0f},   // a tie, rounded up to the even neighbour
+      {1.0f + 2 / 1024.0f, 1 / 2048.0f},   // a tie, rounded down
+      {2.0f - 1 / 1024.0f, 1 / 2048.0f},   // a tie that carries into the exponent
+      {-3.0f - 3 / 512.0f, -1 / 1024.0f},  // negative, a tie
+      {3.0f, 0.0099945068359375f}};        // 3.0099945 rounds to 3.0097656
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> mag(0.1f, 8.0f), small(-0.06f, 0.06f);
+  for (int i = 0; i < 59; ++i) pairs.push_back({(rng() % 2 ? -1 : 1) * mag(rng), small(rng)});
+  const uint32_t rows = uint32_t(pairs.size());
+  Inputs in(rows, 1, 5, DType::f16);
+  for (uint32_t r = 0; r < rows; ++r) {
+    in.x[r] = pairs[r].first;
+    in.s[r] = pairs[r].second;
+  }
+  in.x = stored(in.x, DType::f16);
+  in.s = stored(in.s, DType::f16);
+  std::vector<float> sums(rows);
+  for (uint32_t r = 0; r < rows; ++r) sums[r] = in.x[r] + in.s[r];
+  const std::vector<float> want_h = stored(sums, DType::f16);
+  const std::vector<float> want_y = stored(in.beta, DType::f16);
+  for (auto reduce :
+       {ops::RowReduce::shared, ops::RowReduce::subgroup, ops::RowReduce::subgroup_rows})
+    for (float p : {0.0f, 0.25f}) {
+      if (reduce != ops::RowReduce::shared && !test::device().info().subgroup_arithmetic) continue;
+      INFO("reduce " << int(reduce) << " p " << p);
+      const GpuResult got = run_gpu({rows, 1, true, p, 0, reduce, DType::f16}, in, 99, 3);
+      const auto mask = ref::dropout_mask(rows, p, 99, 3, 7);
+      for (uint32_t r = 0; r < rows; ++r) {
+        INFO("row " << r << ": x " << in.x[r] << " s " << in.s[r] << " mask " << mask[r]);
+        if (p == 0.0f) REQUIRE(got.h[r] == want_h[r]);  // the exact sum, rounded once
+        REQUIRE(got.mean[r] == got.h[r]);
+        REQUIRE(got.y[r] == want_y[0]);
+      }
+    }
+}
+
 // The f16 kernels do the f32 kernels' arithmetic on the values they load: run on the same
 // rounded inputs (in residual mode, the f32 kernels run in plain mode on the h the f16 forward
 // stored), the fp32 outputs agree to fp32 rounding and the f16 outputs are the f32 ones rounded
