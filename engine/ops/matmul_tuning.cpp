@@ -63,12 +63,12 @@ std::span<const MatmulConfig> matmul_configs() {
   return k_configs;
 }
 
-const MatmulConfig& matmul_config(const std::string& name) {
+const MatmulConfig& matmul_config(std::string_view name) {
   for (const MatmulConfig& c : k_configs)
     if (name == c.name) return c;
   std::string names;
   for (const MatmulConfig& c : k_configs) names += std::string(names.empty() ? "" : ", ") + c.name;
-  throw Error("no matmul configuration named '" + name + "' (have: " + names + ")");
+  throw Error("no matmul configuration named '" + std::string(name) + "' (have: " + names + ")");
 }
 
 std::string matmul_config_misfit(const MatmulConfig& c, const DeviceInfo& info,

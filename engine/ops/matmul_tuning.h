@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "engine/device_info.h"
 #include "engine/tensor.h"
@@ -61,7 +62,7 @@ struct MatmulConfig {
 
 // Every row of the table, the fallback last.
 std::span<const MatmulConfig> matmul_configs();
-const MatmulConfig& matmul_config(const std::string& name);  // throws on an unknown name
+const MatmulConfig& matmul_config(std::string_view name);  // throws on an unknown name
 // Why `info` cannot run `config` (workgroup size, shared memory, subgroups, features), or ""
 // when it can. `emulated_coopmat`: a coopmat row run by the emulated kernel (MatmulArgs::
 // emulate_coopmat), which needs fp16 shared memory and 32-invocation virtual subgroups instead of
