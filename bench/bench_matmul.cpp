@@ -9,10 +9,18 @@
 //   VKF_BENCH_F16_ALL=1                           f16 rows at every shape (default: the smaller)
 //   VKF_BENCH_TORCH=0                             no PyTorch; VKF_PYTHON picks its interpreter
 //   VKF_BENCH_DEVICE=<selector>                   pick the Vulkan device (default: best)
-//   VKF_MATMUL_CONFIG=<row>                       force a tuning-table row (default: device's);
-//                                                 rows the device or dtype refuses are skipped
-//                                                 (nvidia_coopmat: f16 only)
+//   VKF_MATMUL_CONFIG=<row>                       force a tuning-table row (default: device's,
+//                                                 which for f16 on a GPU with
+//                                                 VK_KHR_cooperative_matrix is a khr_coopmat
+//                                                 row); rows the device or dtype refuses are
+//                                                 skipped (coopmat rows: f16 only)
 //   VKF_MATMUL_TILE=wg,bm,bn,bk,tm,tn,shared      try a configuration not in the table (tuning)
+//   VKF_BENCH_COOPMAT=<row>[,<row>...]            after each vkf_matmul_f16 row, one row per
+//                                                 listed tensor-core row forced
+//                                                 (vkf_matmul_f16_<row>), with ratio_f16 = its
+//                                                 GFLOP/s over the vkf_matmul_f16 row's in the
+//                                                 same run (the device's row, or
+//                                                 VKF_MATMUL_CONFIG's)
 //
 // Rows: openblas_sgemm, vkf_matmul_f32 and vkf_matmul_f16 (fp16 storage, fp32 arithmetic), with
 // arguments m/n/k/form. Counters: GFLOP/s (2 m n k per call); on the vkf rows ratio_openblas =
@@ -35,6 +43,7 @@
 #include <optional>
 #include <random>
 #include <regex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -58,6 +67,7 @@ struct Shared {
   std::shared_ptr<vkf::Instance> instance;
   std::unique_ptr<vkf::Device> device;
   std::map<Shape, double> openblas_gflops;
+  std::map<Shape, double> f16_gflops;  // the vkf_matmul_f16 rows' (ratio_f16)
 };
 
 Shared& shared() {
@@ -123,6 +133,20 @@ const vkf::ops::MatmulConfig* forced_config() {
   return forced ? &vkf::ops::matmul_config(forced) : nullptr;
 }
 
+// VKF_BENCH_COOPMAT's rows (an unknown name throws, listing the table's).
+std::vector<const vkf::ops::MatmulConfig*> coopmat_rows() {
+  std::vector<const vkf::ops::MatmulConfig*> rows;
+  const char* list = std::getenv("VKF_BENCH_COOPMAT");
+  std::string rest = list ? list : "";
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string name = rest.substr(0, comma);
+    if (!name.empty()) rows.push_back(&vkf::ops::matmul_config(name));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  return rows;
+}
+
 bool large(int64_t m, int64_t n, int64_t k) {
   return double(m) * n * k > 8e9;
 }
@@ -175,9 +199,10 @@ const TorchFigures& torch_figures() {
   static const TorchFigures figures = [] {
     TorchFigures r;
     std::string shapes;
+    std::set<Case> asked;  // a shape's f16 and forced tensor-core rows share one PyTorch figure
     for (const TorchRow& row : vkf_rows()) {
       const auto& [m, n, k, form, dtype] = row.c;
-      if (!selected(row.name) || skipped_large(m, n, k)) continue;
+      if (!selected(row.name) || skipped_large(m, n, k) || !asked.insert(row.c).second) continue;
       if (dtype == vkf::DType::f16 && !shared().device->info().storage16) continue;
       if (!shapes.empty()) shapes += ',';
       for (int64_t d : {m, n, k}) shapes.append(std::to_string(d)).append("x");
@@ -208,7 +233,9 @@ const TorchFigures& torch_figures() {
 
 // The 4th argument is the form: 0 = A B, 1 = A B^T (a Linear's forward), 2 = A^T B (its
 // weight gradient; A^T is not split into row blocks, so it must fit one binding).
-void bm_vkf(benchmark::State& state, vkf::DType dtype) {
+// row: a tuning-table row forced for this benchmark (VKF_BENCH_COOPMAT), else forced_config().
+void bm_vkf(benchmark::State& state, vkf::DType dtype,
+            const vkf::ops::MatmulConfig* row = nullptr) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const int64_t form = state.range(3);
   const bool trans_a = form == 2, trans_b = form == 1;
@@ -247,7 +274,7 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype) {
       args.trans_a = trans_a;
       args.trans_b = trans_b;
       args.dtype = dtype;
-      args.config = forced_config();
+      args.config = row ? row : forced_config();
       blocks.push_back(args);
     }
     vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
@@ -267,8 +294,10 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype) {
   vkf::bench::report_against_peak(state, dev, flops, seconds, vkf::bench::Rate::flops);
   state.counters["GFLOP/cpu_s"] =
       flops * double(state.iterations()) * 1e-9 / (process_cpu_seconds() - cpu0);
-  const auto* forced = forced_config();
-  const auto& config = forced ? *forced : vkf::ops::choose_matmul_config(dev.info(), trans_b);
+  const auto* forced = row ? row : forced_config();
+  const auto& config =
+      forced ? *forced
+             : vkf::ops::choose_matmul_config(dev.info(), trans_b, dtype, uint32_t(m), uint32_t(n));
   std::string label = dev.info().name + " config=" + config.name +
                       " dispatches=" + std::to_string(seq->dispatch_count());
   if (seconds <= 0) {
@@ -279,6 +308,9 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype) {
   auto it = shared().openblas_gflops.find({m, n, k, form});
   if (dtype == vkf::DType::f32 && it != shared().openblas_gflops.end())
     state.counters["ratio_openblas"] = gflops / it->second;
+  if (dtype == vkf::DType::f16 && row == nullptr) shared().f16_gflops[{m, n, k, form}] = gflops;
+  if (auto f = shared().f16_gflops.find({m, n, k, form}); row && f != shared().f16_gflops.end())
+    state.counters["ratio_f16"] = gflops / f->second;
   const Case c{m, n, k, form, dtype};
   if (auto t = torch.gflops.find(c); t != torch.gflops.end()) {
     state.counters["torch_GFLOP/s"] = t->second;
@@ -368,6 +400,21 @@ void register_all() {
       for (int64_t a : s) full.append("/").append(std::to_string(a));
       vkf_rows().push_back(
           {{s[0], s[1], s[2], s[3], dtype}, full + (big ? "/iterations:1" : "") + "/real_time"});
+      if (dtype != vkf::DType::f16) continue;
+      for (const vkf::ops::MatmulConfig* row : coopmat_rows()) {
+        const std::string cname = name + "_" + row->name;
+        auto* r = benchmark::RegisterBenchmark(
+                      cname.c_str(),
+                      [row](benchmark::State& state) { bm_vkf(state, vkf::DType::f16, row); })
+                      ->Args(s)
+                      ->UseRealTime()
+                      ->Unit(benchmark::kMillisecond);
+        if (big) r->Iterations(1);
+        std::string cfull = cname;
+        for (int64_t a : s) cfull.append("/").append(std::to_string(a));
+        vkf_rows().push_back(
+            {{s[0], s[1], s[2], s[3], dtype}, cfull + (big ? "/iterations:1" : "") + "/real_time"});
+      }
     }
   }
 }

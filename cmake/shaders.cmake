@@ -6,7 +6,19 @@
 #   // vkf-variant: <name> <DEFINE>[=value] ...
 # Each .comp is also compiled once under its own base name with no extra defines unless it
 # declares "// vkf-variant-only", in which case only the declared variants are built.
-find_program(GLSLC glslc REQUIRED)
+
+# VKF_GLSLC names another glslc (a newer one, or a wrapper such as scripts/glslc-debian13, which
+# runs Debian 13's inside its root) for a build whose own glslc lacks an extension: the optional
+# kernels below are probed with, and built by, whichever glslc this names.
+set(VKF_GLSLC "" CACHE FILEPATH "glslc to compile the shaders with (default: glslc on PATH)")
+if(VKF_GLSLC)
+  if(NOT EXISTS "${VKF_GLSLC}")
+    message(FATAL_ERROR "VKF_GLSLC=${VKF_GLSLC} does not exist")
+  endif()
+  set(GLSLC "${VKF_GLSLC}")  # a plain variable: clearing VKF_GLSLC brings back the found one
+else()
+  find_program(GLSLC glslc REQUIRED)
+endif()
 
 # Ask glslc whether it knows a GLSL extension; the result says which optional paths are built.
 function(vkf_glslc_supports extension out_var)
@@ -16,7 +28,7 @@ function(vkf_glslc_supports extension out_var)
        "#version 450\n#extension ${extension} : require\nlayout(local_size_x = 1) in;\nvoid main() {}\n")
   execute_process(COMMAND ${GLSLC} --target-env=vulkan1.2 -c ${probe_dir}/${extension}.comp
                           -o ${probe_dir}/${extension}.spv
-                  RESULT_VARIABLE result OUTPUT_QUIET ERROR_QUIET)
+                  WORKING_DIRECTORY ${probe_dir} RESULT_VARIABLE result OUTPUT_QUIET ERROR_QUIET)
   if(result EQUAL 0)
     set(${out_var} ON PARENT_SCOPE)
   else()
@@ -59,6 +71,10 @@ function(vkf_add_shader_library target shader_dir)
       # A variant that defines VKF_COOPMAT_NV uses GL_NV_cooperative_matrix: it is built only
       # where glslc knows that extension (its emulated twin is built everywhere).
       if(NOT VKF_HAVE_NV_COOPMAT AND "VKF_COOPMAT_NV=1" IN_LIST parts)
+        continue()
+      endif()
+      # Likewise GL_KHR_cooperative_matrix (glslc 2023.5 and later: not Debian 12's 2023.2).
+      if(NOT VKF_HAVE_KHR_COOPMAT AND "VKF_COOPMAT_KHR=1" IN_LIST parts)
         continue()
       endif()
       set(out ${gen_dir}/${name}.inc)

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/error.h"
+#include "engine/vk_coopmat_khr.h"
 
 namespace vkf {
 namespace {
@@ -39,6 +40,8 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
                         VK_KHR_MAINTENANCE_4_EXTENSION_NAME, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME,
                         VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME, "VK_NV_cooperative_matrix"})
     if (has(exts, e)) enable.push_back(e);
+  // Only with its feature and compute stage (DeviceInfo::khr_coopmat), which the shaders need.
+  if (info.khr_coopmat) enable.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
 
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -68,6 +71,13 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
   if (info.nv_coopmat) {
     coop.cooperativeMatrix = VK_TRUE;
     *tail = &coop;
+    tail = &coop.pNext;
+  }
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR khr_coop{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  if (info.khr_coopmat) {
+    khr_coop.cooperativeMatrix = VK_TRUE;
+    *tail = &khr_coop;
   }
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &f11;
@@ -100,6 +110,7 @@ Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& in
   // The host decided which features it enabled; rely on none beyond Vulkan 1.2 core.
   info_.fp16 = info_.int8 = info_.storage16 = info_.nv_coopmat = info_.khr_coopmat = false;
   info_.nv_coopmat_f16_16x16x16 = info_.vulkan_memory_model = false;
+  info_.khr_coopmat_shapes.clear();
   info_.subgroup_size_control = false;
   info_.memory_budget = false;
   info_.external_memory_host = false;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/error.h"
+#include "engine/vk_coopmat_khr.h"
 
 namespace vkf {
 namespace {
@@ -67,6 +68,33 @@ bool nv_coopmat_has_f16_16x16x16(VkInstance instance, VkPhysicalDevice physical)
   });
 }
 
+// The shapes VK_KHR_cooperative_matrix lists; as for NV, only the instance's dispatch reaches the
+// command.
+std::vector<CoopmatShape> khr_coopmat_shapes(VkInstance instance, VkPhysicalDevice physical) {
+  if (instance == VK_NULL_HANDLE) return {};
+  auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  if (get == nullptr) return {};
+  uint32_t n = 0;
+  if (get(physical, &n, nullptr) != VK_SUCCESS || n == 0) return {};
+  std::vector<VkCooperativeMatrixPropertiesKHR> props(n);
+  for (auto& p : props) p = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
+  if (get(physical, &n, props.data()) < 0) return {};  // VK_INCOMPLETE fills the first n
+  props.resize(n);
+  std::vector<CoopmatShape> out;
+  for (const auto& p : props)
+    out.push_back({p.MSize, p.NSize, p.KSize, uint32_t(p.AType), uint32_t(p.BType),
+                   uint32_t(p.CType), uint32_t(p.ResultType), p.saturatingAccumulation != 0,
+                   uint32_t(p.scope)});
+  return out;
+}
+
+const char* component_name(uint32_t t) {
+  static const char* const names[] = {"f16", "f32", "f64", "s8",  "s16", "s32",
+                                      "s64", "u8",  "u16", "u32", "u64"};
+  return t < std::size(names) ? names[t] : "other";
+}
+
 int type_rank(VkPhysicalDeviceType t) {
   switch (t) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
@@ -83,6 +111,21 @@ int type_rank(VkPhysicalDeviceType t) {
 }
 
 }  // namespace
+
+bool CoopmatShape::f16_f32_subgroup() const {
+  return a_type == VK_COMPONENT_TYPE_FLOAT16_KHR && b_type == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+         c_type == VK_COMPONENT_TYPE_FLOAT32_KHR && result_type == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+         !saturating && scope == VK_SCOPE_SUBGROUP_KHR;
+}
+
+std::string CoopmatShape::describe() const {
+  std::string s = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " " +
+                  component_name(a_type) + "*" + component_name(b_type) + "+" +
+                  component_name(c_type) + "->" + component_name(result_type);
+  if (saturating) s += " saturating";
+  if (scope != VK_SCOPE_SUBGROUP_KHR) s += " scope " + std::to_string(scope);
+  return s;
+}
 
 uint64_t DeviceInfo::device_local_bytes() const {
   uint64_t total = 0;
@@ -186,7 +229,13 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
   }
   VkPhysicalDeviceCooperativeMatrixPropertiesNV coop_props{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
-  if (info.nv_coopmat) *tail = &coop_props;
+  if (info.nv_coopmat) {
+    *tail = &coop_props;
+    tail = &coop_props.pNext;
+  }
+  VkPhysicalDeviceCooperativeMatrixPropertiesKHR khr_props{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
+  if (info.khr_coopmat) *tail = &khr_props;
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &driver;
   vkGetPhysicalDeviceProperties2(physical, &props2);
@@ -246,7 +295,13 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
     *ftail = &sg_features;
     ftail = &sg_features.pNext;
   }
-  if (info.nv_coopmat) *ftail = &coop_features;
+  if (info.nv_coopmat) {
+    *ftail = &coop_features;
+    ftail = &coop_features.pNext;
+  }
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR khr_features{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  if (info.khr_coopmat) *ftail = &khr_features;
   VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features2.pNext = &f11;
   vkGetPhysicalDeviceFeatures2(physical, &features2);
@@ -266,6 +321,10 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
   info.subgroup_size_control =
       has_sg_control && sg_features.subgroupSizeControl &&
       (sg_control.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  // As for NV: the extension is usable here only with its feature and in compute shaders.
+  info.khr_coopmat = info.khr_coopmat && khr_features.cooperativeMatrix &&
+                     (khr_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  if (info.khr_coopmat) info.khr_coopmat_shapes = khr_coopmat_shapes(instance, physical);
 
   VkPhysicalDeviceMemoryProperties mem;
   vkGetPhysicalDeviceMemoryProperties(physical, &mem);
@@ -358,6 +417,11 @@ std::string devices_table(const std::vector<DeviceInfo>& devices) {
       << (d.nv_coopmat ? "NV" : "") << (!d.khr_coopmat && !d.nv_coopmat ? "no" : "")
       << (d.nv_coopmat_f16_16x16x16 ? " (NV 16x16x16 fp16->fp32)" : "") << ", timestamps "
       << (d.timestamp_valid_bits ? "yes" : "no") << "\n";
+    if (!d.khr_coopmat_shapes.empty()) {
+      s << "    KHR cooperative matrix shapes (M x N x K A*B+C->result):";
+      for (const auto& shape : d.khr_coopmat_shapes) s << " " << shape.describe() << ";";
+      s << "\n";
+    }
   }
   return s.str();
 }
@@ -368,6 +432,18 @@ std::string devices_json(const std::vector<DeviceInfo>& devices) {
     nlohmann::json heaps = nlohmann::json::array();
     for (const auto& h : d.heaps)
       heaps.push_back({{"size_bytes", h.size_bytes}, {"device_local", h.device_local}});
+    nlohmann::json khr_shapes = nlohmann::json::array();
+    for (const auto& c : d.khr_coopmat_shapes)
+      khr_shapes.push_back(
+          {{"m", c.m},
+           {"n", c.n},
+           {"k", c.k},
+           {"a", component_name(c.a_type)},
+           {"b", component_name(c.b_type)},
+           {"c", component_name(c.c_type)},
+           {"result", component_name(c.result_type)},
+           {"saturating", c.saturating},
+           {"scope", c.scope == VK_SCOPE_SUBGROUP_KHR ? "subgroup" : std::to_string(c.scope)}});
     out.push_back({
         {"index", d.index},
         {"name", d.name},
@@ -399,6 +475,7 @@ std::string devices_json(const std::vector<DeviceInfo>& devices) {
         {"cooperative_matrix_nv_f16_16x16x16", d.nv_coopmat_f16_16x16x16},
         {"vulkan_memory_model", d.vulkan_memory_model},
         {"cooperative_matrix_khr", d.khr_coopmat},
+        {"cooperative_matrix_khr_shapes", khr_shapes},
         {"external_memory_host", d.external_memory_host},
         {"timestamps", d.timestamp_valid_bits != 0},
     });

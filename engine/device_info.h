@@ -12,6 +12,18 @@ namespace vkf {
 
 enum class Vendor { nvidia, amd, intel, arm, qualcomm, apple, imgtec, mesa, other };
 
+// One shape VK_KHR_cooperative_matrix lists (VkCooperativeMatrixPropertiesKHR), in plain values:
+// a subgroup (or other scope) multiplies an M x K A by a K x N B and adds an M x N C.
+struct CoopmatShape {
+  uint32_t m = 0, n = 0, k = 0;
+  uint32_t a_type = 0, b_type = 0, c_type = 0, result_type = 0;  // VkComponentTypeKHR
+  bool saturating = false;
+  uint32_t scope = 0;  // VkScopeKHR
+  // fp16 A and B, fp32 C and result, subgroup scope: what shaders/matmul_coopmat_khr.comp runs.
+  bool f16_f32_subgroup() const;
+  std::string describe() const;  // "16x16x16 f16*f16+f32->f32" (+ scope unless subgroup)
+};
+
 struct MemoryHeapInfo {
   uint64_t size_bytes = 0;
   bool device_local = false;
@@ -57,11 +69,15 @@ struct DeviceInfo {
   uint32_t timestamp_valid_bits = 0;
   float timestamp_period_ns = 0.0f;
 
-  bool fp16 = false;         // shaderFloat16 arithmetic
-  bool int8 = false;         // shaderInt8
-  bool storage16 = false;    // storageBuffer16BitAccess
-  bool nv_coopmat = false;   // VK_NV_cooperative_matrix and its cooperativeMatrix feature
-  bool khr_coopmat = false;  // VK_KHR_cooperative_matrix
+  bool fp16 = false;        // shaderFloat16 arithmetic
+  bool int8 = false;        // shaderInt8
+  bool storage16 = false;   // storageBuffer16BitAccess
+  bool nv_coopmat = false;  // VK_NV_cooperative_matrix and its cooperativeMatrix feature
+  // VK_KHR_cooperative_matrix with its cooperativeMatrix feature, for compute shaders.
+  bool khr_coopmat = false;
+  // The shapes it lists; queried only when query_device_info is given the instance (as the NV
+  // shape below), empty otherwise.
+  std::vector<CoopmatShape> khr_coopmat_shapes;
   // VK_NV_cooperative_matrix lists a subgroup-scope M = N = K = 16 shape with fp16 A and B and
   // fp32 C and D, usable from compute shaders: the one shaders/matmul_coopmat.comp multiplies.
   // Queried only when query_device_info is given the instance (the query is an instance-level
@@ -86,7 +102,8 @@ struct DeviceInfo {
 };
 
 // `instance` is the one `physical` came from; without it, capabilities that only an
-// instance-level extension command reports (nv_coopmat_f16_16x16x16) read as absent.
+// instance-level extension command reports (nv_coopmat_f16_16x16x16, khr_coopmat_shapes) read as
+// absent.
 DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index,
                              VkInstance instance = VK_NULL_HANDLE);
 std::vector<DeviceInfo> query_all_devices(const std::vector<VkPhysicalDevice>& physicals,

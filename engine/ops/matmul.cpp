@@ -66,11 +66,22 @@ bool texel_views_wanted(const MatmulArgs& args, const DeviceInfo& info) {
 
 constexpr const char* k_coopmat_shader = "matmul_coopmat";
 constexpr const char* k_coopmat_emulated_shader = "matmul_coopmat_emulated";
+constexpr const char* k_coopmat_khr_shader = "matmul_coopmat_khr";
+constexpr const char* k_coopmat_khr_emulated_shader = "matmul_coopmat_khr_emulated";
+
+// Whether every run of 8 halves along a contiguous dimension starts 16-byte aligned.
+bool runs_of_8(uint32_t ld, uint32_t stride, const BufferRef& buf) {
+  return ld % 8 == 0 && stride % 8 == 0 && buf.offset % 16 == 0;
+}
 
 }  // namespace
 
 bool matmul_coopmat_built() {
   return !shaders::find(k_coopmat_shader).empty();
+}
+
+bool matmul_coopmat_khr_built() {
+  return !shaders::find(k_coopmat_khr_shader).empty();
 }
 
 void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
@@ -82,7 +93,9 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   if (args.dtype == DType::f16 && !info.storage16)
     throw Error(shape_of(args) + ": f16 storage needs storageBuffer16BitAccess, which " +
                 dev.label() + " lacks");
-  const MatmulConfig& cfg = args.config ? *args.config : choose_matmul_config(info, args.trans_b);
+  const MatmulConfig& cfg =
+      args.config ? *args.config
+                  : choose_matmul_config(info, args.trans_b, args.dtype, args.m, args.n);
   if (cfg.coopmat && args.dtype != DType::f16)
     throw Error(shape_of(args) + ": configuration '" + cfg.name +
                 "' (tensor cores) multiplies f16 storage only, not " + dtype_name(args.dtype));
@@ -90,11 +103,16 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
     throw Error(shape_of(args) + ": emulate_coopmat applies to coopmat rows, not '" + cfg.name +
                 "'");
   const bool emulated = args.emulate_coopmat;
-  if (cfg.coopmat && !emulated && !matmul_coopmat_built())
+  if (cfg.coopmat && !cfg.khr && !emulated && !matmul_coopmat_built())
     throw Error(shape_of(args) + ": configuration '" + cfg.name + "' needs the " +
                 k_coopmat_shader +
                 " kernel, which this build lacks (glslc did not support GL_NV_cooperative_matrix "
                 "when CMake configured it)");
+  if (cfg.khr && !emulated && !matmul_coopmat_khr_built())
+    throw Error(shape_of(args) + ": configuration '" + cfg.name + "' needs the " +
+                k_coopmat_khr_shader +
+                " kernel, which this build lacks (glslc did not support GL_KHR_cooperative_matrix "
+                "when CMake configured it; -DVKF_GLSLC names a newer one)");
   if (const std::string why = matmul_config_misfit(cfg, info, emulated); !why.empty())
     throw Error(shape_of(args) + ": configuration '" + cfg.name + "' does not fit " + dev.label() +
                 ": " + why);
@@ -152,7 +170,14 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   // as 4-vectors along m when m is too, and an n-contiguous B (not transposed) along n when n is
   // too (each lane then owns runs of 4 columns, so its block must be a multiple of 4 wide).
   uint32_t vec = 0;
-  if (cfg.coopmat) {
+  if (cfg.khr) {
+    // Tiles are staged, and C written, in runs of 8 halves (16 bytes) where aligned.
+    if (runs_of_8(push.lda, push.stride_a, args.a)) vec |= 1;
+    if (runs_of_8(push.ldb, push.stride_b, args.b)) vec |= 2;
+    if (runs_of_8(push.ldc, push.stride_c, args.c)) vec |= 4;
+    if (args.epilogue == Epilogue::residual && runs_of_8(push.ldc, push.stride_c, args.residual))
+      vec |= 8;
+  } else if (cfg.coopmat) {
     // Tiles are staged along each operand's contiguous dimension as 4-vectors (8 bytes) where
     // the row and batch strides and the binding's offset keep every run of 4 aligned.
     if (push.lda % 4 == 0 && push.stride_a % 4 == 0 && args.a.offset % 8 == 0) vec |= 1;
@@ -180,16 +205,28 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
                   std::to_string(info.texel_buffer_alignment) +
                   "-byte aligned, or does not end on a whole texel of 4 elements");
   }
-  // The coopmat kernel reads the same constants (tm, tn: one subgroup's block; shared unused).
-  KernelSpec spec{emulated                   ? k_coopmat_emulated_shader
-                  : cfg.coopmat              ? k_coopmat_shader
-                  : args.dtype == DType::f16 ? (texel ? "matmul_f16_texel" : "matmul_f16")
-                                             : (texel ? "matmul_texel" : "matmul"),
+  // The coopmat kernels read the same constants (tm, tn: one subgroup's block; shared unused).
+  const uint32_t invocations = cfg.invocations(info, emulated);
+  const char* shader = cfg.khr ? (emulated ? k_coopmat_khr_emulated_shader : k_coopmat_khr_shader)
+                       : emulated                 ? k_coopmat_emulated_shader
+                       : cfg.coopmat              ? k_coopmat_shader
+                       : args.dtype == DType::f16 ? (texel ? "matmul_f16_texel" : "matmul_f16")
+                                                  : (texel ? "matmul_texel" : "matmul");
+  KernelSpec spec{shader,
                   4,
                   sizeof(Push),
-                  {cfg.workgroup, cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.shared ? 1u : 0u,
+                  {invocations, cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.shared ? 1u : 0u,
                    args.trans_a ? 1u : 0u, args.trans_b ? 1u : 0u,
                    static_cast<uint32_t>(args.epilogue), vec, args.beta != 0.0f ? 1u : 0u}};
+  if (cfg.khr) {
+    // Constants 12-14: the fragment shape (emulated: 16x16x16); 15: the workgroup size again.
+    const CoopmatShape* shape = emulated ? nullptr : khr_coopmat_shape(cfg, info);
+    spec.spec.insert(spec.spec.end(), {shape ? shape->m : 16u, shape ? shape->n : 16u,
+                                       shape ? shape->k : 16u, invocations});
+    // The kernel gives each subgroup one block: where the width varies, run at the default.
+    if (!emulated && info.min_subgroup_size != info.max_subgroup_size)
+      spec.subgroup_size = info.subgroup_size;
+  }
   if (texel) spec.texel_buffers = 0b11;
   // The direct path needs the workgroup to be exactly one subgroup.
   if (!cfg.shared && info.subgroup_size != cfg.workgroup) spec.subgroup_size = cfg.workgroup;

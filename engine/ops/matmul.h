@@ -1,8 +1,10 @@
 #pragma once
 // Batched, strided GEMM with fused epilogues:
 //   C = alpha * op(A) * op(B) + beta * C, then + bias[n] | relu(. + bias[n]) | + R[m, n].
-// The kernel is shaders/matmul.comp, or shaders/matmul_coopmat.comp (NVIDIA tensor cores, f16
-// storage) for a forced coopmat row; tiles come from the tuning table (matmul_tuning.h).
+// The kernel is shaders/matmul.comp; shaders/matmul_coopmat_khr.comp (tensor cores through
+// VK_KHR_cooperative_matrix) for f16 storage where the device lists a fitting shape; or
+// shaders/matmul_coopmat.comp (NVIDIA tensor cores through VK_NV_cooperative_matrix) for a forced
+// nvidia_coopmat row; tiles come from the tuning table (matmul_tuning.h).
 #include <cstdint>
 #include <optional>
 
@@ -34,11 +36,13 @@ struct MatmulArgs {
   float beta = 0.0f;
   Epilogue epilogue = Epilogue::none;
   DType dtype = DType::f32;  // f32, or f16 storage (fp32 arithmetic) on devices with storage16
-  // Forces a tuning-table row (tests, benches); nullptr = choose_matmul_config(device, trans_b).
+  // Forces a tuning-table row (tests, benches); nullptr = choose_matmul_config(device, trans_b,
+  // dtype, m, n).
   const MatmulConfig* config = nullptr;
   // For a coopmat row only (tests): run its kernel with the 16x16 fragment products in plain
-  // fp32 arithmetic (shaders/common/coopmat_fragment.glsl) instead of tensor cores, so that its
-  // staging, edges and epilogue are checked on devices without VK_NV_cooperative_matrix. Slow.
+  // fp32 arithmetic (shaders/common/coopmat_fragment.glsl, coopmat_khr_fragment.glsl) instead
+  // of tensor cores, so that its staging, edges and epilogue are checked on devices without the
+  // cooperative-matrix extension. Slow.
   bool emulate_coopmat = false;
   // Read A and B through uniform texel buffers (shaders/matmul.comp, VKF_TEXEL) rather than
   // storage buffers. The views need A's and B's offsets aligned to
@@ -54,5 +58,8 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args);
 // Whether this build has the tensor-core kernel for coopmat rows: it is compiled only where
 // glslc knew GL_NV_cooperative_matrix at configure time (VKF_HAVE_NV_COOPMAT).
 bool matmul_coopmat_built();
+// The same for the KHR rows' kernel: glslc knew GL_KHR_cooperative_matrix (VKF_HAVE_KHR_COOPMAT;
+// Debian 12's glslc does not, -DVKF_GLSLC=scripts/glslc-debian13 builds it there).
+bool matmul_coopmat_khr_built();
 
 }  // namespace vkf::ops

@@ -1,11 +1,12 @@
 #include "engine/ops/matmul_tuning.h"
 
 #include "engine/error.h"
+#include "engine/shader_registry.h"
 
 namespace vkf::ops {
 namespace {
 
-// Rows: name, workgroup, bm, bn, bk, tm, tn, shared[, coopmat].
+// Rows: name, workgroup, bm, bn, bk, tm, tn, shared[, coopmat[, khr]].
 constexpr MatmulConfig k_configs[] = {
     // NVIDIA (Turing..Hopper): 128x128 tiles, 8x8 per thread, 16 KiB of shared memory, 256
     // threads; enough independent FMAs per thread to hide latency at 2 blocks per SM.
@@ -37,6 +38,20 @@ constexpr MatmulConfig k_configs[] = {
     // Twice the fragments per staged byte, for large GEMMs (the FFN, the vocabulary projection);
     // the benchmark on a GPU decides between the two.
     {"nvidia_coopmat_128", 256, 128, 128, 32, 64, 32, true, true},
+    // Tensor cores on every vendor (VK_KHR_cooperative_matrix, f16 storage), chosen for f16
+    // matmuls where the device lists a fitting shape. As ggml's coopmat kernel and CUTLASS's
+    // mma kernels are laid out: each subgroup owns a 64x64 block, 4x4 fragments of 16x16, so
+    // each fragment loaded from shared memory feeds 4 products; 4 subgroups on a 128x128 tile,
+    // k staged 32 at a time (20 KiB of shared memory), the next step read into registers
+    // during this one's products.
+    {"khr_coopmat", 128, 128, 128, 32, 64, 64, true, true, true},
+    // Smaller matmuls (decoding, and any m x n with fewer than 128 of the large tiles, which
+    // would leave most of a large GPU's SMs idle): 64x64 tiles of 4 subgroups, 32x32 each.
+    {"khr_coopmat_64", 128, 64, 64, 32, 32, 32, true, true, true},
+    // Twice the large tile along n, 8 subgroups (32 KiB with the scratch): more reuse of each
+    // staged A row for
+    // the largest GEMMs (the FFN, the vocabulary projection); the benchmark on a GPU decides.
+    {"khr_coopmat_256", 256, 128, 256, 32, 64, 64, true, true, true},
     // Any conformant device: 64 threads and 2 KiB of shared memory are below every required
     // minimum (128 invocations, 16 KiB).
     {"fallback", 64, 32, 32, 8, 4, 4, true},
@@ -48,24 +63,47 @@ std::span<const MatmulConfig> matmul_configs() {
   return k_configs;
 }
 
-const MatmulConfig& matmul_config(const std::string& name) {
+const MatmulConfig& matmul_config(std::string_view name) {
   for (const MatmulConfig& c : k_configs)
     if (name == c.name) return c;
   std::string names;
   for (const MatmulConfig& c : k_configs) names += std::string(names.empty() ? "" : ", ") + c.name;
-  throw Error("no matmul configuration named '" + name + "' (have: " + names + ")");
+  throw Error("no matmul configuration named '" + std::string(name) + "' (have: " + names + ")");
 }
 
 std::string matmul_config_misfit(const MatmulConfig& c, const DeviceInfo& info,
                                  bool emulated_coopmat) {
-  const std::string wg = std::to_string(c.workgroup);
+  const uint32_t invocations = c.invocations(info, emulated_coopmat);
+  const std::string wg = std::to_string(invocations);
+  uint32_t frag_m = 16;
   if (c.coopmat && emulated_coopmat) {
     if (!info.storage16) return "no storageBuffer16BitAccess";
     if (!info.fp16) return "no shaderFloat16 (fp16 shared-memory tiles)";
-    // shaders/common/coopmat_fragment.glsl: virtual subgroups of 32 invocations.
-    if (c.subgroups() * 32 != c.workgroup)
+    // shaders/common/coopmat*_fragment.glsl: virtual subgroups of 32 invocations, 16x16x16.
+    if (c.subgroups() * 32 != invocations)
       return "a workgroup of " + wg + " is not " + std::to_string(c.subgroups()) +
              " emulated subgroups of 32";
+  } else if (c.khr) {
+    if (!info.khr_coopmat)
+      return "no VK_KHR_cooperative_matrix (with its feature, for compute shaders)";
+    const CoopmatShape* shape = khr_coopmat_shape(c, info);
+    if (shape == nullptr) {
+      std::string listed;
+      for (const CoopmatShape& s : info.khr_coopmat_shapes)
+        listed += (listed.empty() ? "" : ", ") + s.describe();
+      return "no VK_KHR_cooperative_matrix shape with fp16 A, B and fp32 C, result at subgroup "
+             "scope whose M, N, K (multiples of 8) divide " +
+             std::to_string(c.tm) + " x " + std::to_string(c.tn) + " x " + std::to_string(c.bk) +
+             " (listed: " + (listed.empty() ? "none" : listed) + ")";
+    }
+    frag_m = shape->m;
+    if (!info.storage16) return "no storageBuffer16BitAccess";
+    if (!info.fp16) return "no shaderFloat16 (fp16 fragments and shared-memory tiles)";
+    if (!info.vulkan_memory_model) return "no vulkanMemoryModel";
+    // A device whose subgroup width varies runs the kernel at its default width, pinned.
+    if (info.min_subgroup_size != info.max_subgroup_size && !info.subgroup_size_control)
+      return "subgroup sizes vary (" + std::to_string(info.min_subgroup_size) + ".." +
+             std::to_string(info.max_subgroup_size) + ") and cannot be pinned";
   } else if (c.coopmat) {
     if (!info.nv_coopmat_f16_16x16x16)
       return "no VK_NV_cooperative_matrix shape 16x16x16 with fp16 A, B and fp32 C, D at "
@@ -85,11 +123,11 @@ std::string matmul_config_misfit(const MatmulConfig& c, const DeviceInfo& info,
           c.workgroup <= info.max_subgroup_size))
       return "needs subgroups of " + wg + " but has " + std::to_string(info.subgroup_size);
   }
-  if (c.workgroup > info.max_workgroup_invocations || c.workgroup > info.max_workgroup_size[0])
+  if (invocations > info.max_workgroup_invocations || invocations > info.max_workgroup_size[0])
     return "a workgroup of " + wg + " exceeds the limit of " +
            std::to_string(std::min(info.max_workgroup_invocations, info.max_workgroup_size[0]));
-  if (c.shared_bytes() > info.shared_memory_bytes)
-    return std::to_string(c.shared_bytes()) + " bytes of shared memory exceed the limit of " +
+  if (c.shared_bytes(frag_m) > info.shared_memory_bytes)
+    return std::to_string(c.shared_bytes(frag_m)) + " bytes of shared memory exceed the limit of " +
            std::to_string(info.shared_memory_bytes);
   return "";
 }
@@ -98,7 +136,29 @@ bool matmul_config_fits(const MatmulConfig& c, const DeviceInfo& info) {
   return matmul_config_misfit(c, info).empty();
 }
 
-const MatmulConfig& choose_matmul_config(const DeviceInfo& info, bool b_transposed) {
+const CoopmatShape* khr_coopmat_shape(const MatmulConfig& c, const DeviceInfo& info) {
+  const CoopmatShape* best = nullptr;
+  for (const CoopmatShape& s : info.khr_coopmat_shapes) {
+    if (!s.f16_f32_subgroup() || s.m == 0 || s.n == 0 || s.k == 0) continue;
+    if (s.m % 8 || s.n % 8 || s.k % 8 || c.tm % s.m || c.tn % s.n || c.bk % s.k) continue;
+    if (!best || uint64_t(s.m) * s.n * s.k > uint64_t(best->m) * best->n * best->k) best = &s;
+  }
+  return best;
+}
+
+const MatmulConfig& choose_matmul_config(const DeviceInfo& info, bool b_transposed, DType dtype,
+                                         uint32_t m, uint32_t n) {
+  // Tensor cores for f16 storage on GPUs. Not on CPU devices: Mesa's lavapipe lists
+  // VK_KHR_cooperative_matrix (Mesa 26), but runs its fragments in plain vector code, slower
+  // than its own f16 row (bench/README.md, the Debian 13 tier).
+  if (dtype == DType::f16 && info.khr_coopmat && !info.is_cpu() &&
+      !shaders::find("matmul_coopmat_khr").empty()) {
+    const uint64_t large_tiles = uint64_t((m + 127) / 128) * ((n + 127) / 128);
+    const MatmulConfig& large = matmul_config("khr_coopmat");
+    const MatmulConfig& small = matmul_config("khr_coopmat_64");
+    if ((m == 0 || large_tiles >= 128) && matmul_config_fits(large, info)) return large;
+    if (matmul_config_fits(small, info)) return small;
+  }
   const char* name = "fallback";
   if (info.is_cpu())
     name = info.subgroup_size != 16 ? "cpu_direct"

@@ -3,14 +3,17 @@
 // shaders/matmul.comp (or, for coopmat rows, shaders/matmul_coopmat.comp) as specialization
 // constants. Every row is tested on every device (tests force each one), so a row chosen for
 // another vendor's GPU is known to be correct here too; coopmat rows are the exception, as they
-// need VK_NV_cooperative_matrix: every device runs them through the emulated kernel (the same
-// tiling with plain arithmetic), and only a device with the extension on tensor cores.
+// need VK_NV_cooperative_matrix or VK_KHR_cooperative_matrix: every device runs them through the
+// emulated kernels (the same tiling with plain arithmetic), and only a device with the extension
+// on tensor cores (for KHR, Mesa 26's lavapipe too: the Debian 13 tier, scripts/test-debian13).
 #include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "engine/device_info.h"
+#include "engine/tensor.h"
 
 namespace vkf::ops {
 
@@ -20,13 +23,31 @@ struct MatmulConfig {
   uint32_t bm, bn, bk;  // C tile of a workgroup [bm, bn]; k step staged in shared memory
   uint32_t tm, tn;      // register block of one invocation [tm, tn]; coopmat: of one subgroup
   bool shared;          // stage tiles in shared memory (false: read operands directly)
-  // Tensor cores through VK_NV_cooperative_matrix (shaders/matmul_coopmat.comp): f16 storage
-  // only, 16x16x16 fragments, so tm, tn and bk are multiples of 16. Such rows are only ever
-  // forced (MatmulArgs::config), never chosen by choose_matmul_config.
+  // Tensor cores (f16 storage only): through VK_NV_cooperative_matrix (shaders/
+  // matmul_coopmat.comp, 16x16x16 fragments, so tm, tn and bk are multiples of 16; only ever
+  // forced, MatmulArgs::config), or with `khr` through VK_KHR_cooperative_matrix (shaders/
+  // matmul_coopmat_khr.comp, fragments of a shape the device lists that divides tm x tn x bk;
+  // chosen for f16 matmuls where the device has one, see choose_matmul_config).
   bool coopmat = false;
+  bool khr = false;
 
   uint32_t subgroups() const { return (bm / tm) * (bn / tn); }  // coopmat
-  uint32_t shared_bytes() const {
+  // Invocations per workgroup. KHR rows have `subgroups()` subgroups of whatever width the device
+  // runs (`workgroup` is the count for 32-wide ones), or of 32 when their fragments are emulated.
+  uint32_t invocations(const DeviceInfo& info, bool emulated = false) const {
+    return khr ? subgroups() * (emulated ? 32 : info.subgroup_size) : workgroup;
+  }
+  // frag_m: the fragment height of a KHR row (its epilogue scratch is frag_m rows of each
+  // subgroup's block).
+  uint32_t shared_bytes(uint32_t frag_m = 16) const {
+    if (khr) {
+      // fp16 A and B tiles, rows padded by 8 halves, the larger of either orientation; the fp32
+      // scratch aliases them (shaders/matmul_coopmat_khr.comp).
+      auto tile = [this](uint32_t outer) {
+        return 2 * std::max(outer * (bk + 8), bk * (outer + 8));
+      };
+      return std::max(tile(bm) + tile(bn), subgroups() * frag_m * tn * 4);
+    }
     if (coopmat) {
       // fp16 A and B tiles with 8 halves of padding per row, either orientation, and a 16x16
       // fp32 scratch per subgroup (see shaders/matmul_coopmat.comp).
@@ -41,17 +62,24 @@ struct MatmulConfig {
 
 // Every row of the table, the fallback last.
 std::span<const MatmulConfig> matmul_configs();
-const MatmulConfig& matmul_config(const std::string& name);  // throws on an unknown name
+const MatmulConfig& matmul_config(std::string_view name);  // throws on an unknown name
 // Why `info` cannot run `config` (workgroup size, shared memory, subgroups, features), or ""
 // when it can. `emulated_coopmat`: a coopmat row run by the emulated kernel (MatmulArgs::
 // emulate_coopmat), which needs fp16 shared memory and 32-invocation virtual subgroups instead of
-// VK_NV_cooperative_matrix.
+// the cooperative-matrix extension.
 std::string matmul_config_misfit(const MatmulConfig& config, const DeviceInfo& info,
                                  bool emulated_coopmat = false);
 // Whether `info`'s limits admit `config`: matmul_config_misfit(config, info).empty().
 bool matmul_config_fits(const MatmulConfig& config, const DeviceInfo& info);
-// The row for this device: by vendor/type (and, on CPU devices, whether B is transposed), then
-// the fallback if the limits refuse it.
-const MatmulConfig& choose_matmul_config(const DeviceInfo& info, bool b_transposed = true);
+// The fragment shape a KHR row runs on `info`: of the listed fp16 x fp16 + fp32 subgroup shapes
+// whose M, N and K divide tm, tn and bk (and are multiples of 8: tiles are staged in runs of 8
+// halves), the one with the most products per instruction; nullptr when none fits.
+const CoopmatShape* khr_coopmat_shape(const MatmulConfig& config, const DeviceInfo& info);
+// The row for this device: for f16 storage on a GPU whose VK_KHR_cooperative_matrix lists a
+// fitting shape (and a build that has the KHR kernel), a KHR tensor-core row (128x128 tiles
+// where m x n fills at least 128 of them, else 64x64); otherwise by vendor/type (and, on CPU
+// devices, whether B is transposed), then the fallback if the limits refuse it.
+const MatmulConfig& choose_matmul_config(const DeviceInfo& info, bool b_transposed = true,
+                                         DType dtype = DType::f32, uint32_t m = 0, uint32_t n = 0);
 
 }  // namespace vkf::ops

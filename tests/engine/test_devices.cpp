@@ -12,6 +12,9 @@ VKF_TEST_CASE("devices are enumerated with their capabilities", "[engine][device
     INFO(d.name);
     CHECK(!d.name.empty());
     CHECK((!d.nv_coopmat_f16_16x16x16 || d.nv_coopmat));
+    // Shapes are listed only where the extension is usable, and each is a real shape.
+    CHECK((d.khr_coopmat_shapes.empty() || d.khr_coopmat));
+    for (const auto& s : d.khr_coopmat_shapes) CHECK((s.m > 0 && s.n > 0 && s.k > 0));
     CHECK(!d.heaps.empty());
     CHECK(d.subgroup_size > 0);
     CHECK(d.min_subgroup_size <= d.subgroup_size);
@@ -23,6 +26,7 @@ VKF_TEST_CASE("devices are enumerated with their capabilities", "[engine][device
   CHECK(json[0].contains("subgroup_size_min"));
   CHECK(json[0].contains("cooperative_matrix_nv"));
   CHECK(json[0].contains("cooperative_matrix_nv_f16_16x16x16"));
+  CHECK(json[0]["cooperative_matrix_khr_shapes"].size() == infos[0].khr_coopmat_shapes.size());
   CHECK(devices_table(infos).find(infos[0].name) != std::string::npos);
 }
 

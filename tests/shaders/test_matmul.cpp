@@ -9,10 +9,12 @@
 // Elements outside the written [m, n] grid (row padding, batch gaps, guard zones before and after
 // C) must come back bit for bit unchanged.
 //
-// Tensor-core (coopmat) rows are f16 only and need an NVIDIA device with
-// VK_NV_cooperative_matrix: they have their own test case, which is skipped, saying why, on
-// every other device (lavapipe). Their kernel also runs everywhere with its fragment products
-// emulated in plain arithmetic, which checks all of it but the tensor-core instructions.
+// Tensor-core (coopmat) rows are f16 only and need VK_NV_cooperative_matrix (an NVIDIA device)
+// or VK_KHR_cooperative_matrix (NVIDIA, AMD, Intel GPUs; Mesa 26's lavapipe, which the Debian 13
+// tier runs them on: scripts/test-debian13): they have their own test cases, skipped, saying
+// why, where the build or the device lacks them (Debian 12's lavapipe). Their kernels also run
+// everywhere with their fragment products emulated in plain arithmetic, which checks all of them
+// but the tensor-core instructions.
 #include <cstring>
 #include <string>
 
@@ -64,6 +66,16 @@ const Case k_coopmat_cases[] = {
     {80, 48, 48, 1, true, false, 8, 2.0f, 0.0f, ops::Epilogue::bias_relu},
     {130, 70, 50, 2, true, true, 0, 1.0f, 0.0f, ops::Epilogue::residual},
     {17, 200, 300, 1, false, false, 1, 0.5f, 0.0f, ops::Epilogue::none},
+};
+// KHR rows (64x64, 128x128 and 128x256 tiles, k steps of 32 with the next one prefetched):
+// several k steps (the prefetch), whole large tiles, partial ones past 128 and 256, and row
+// strides that are multiples of 8 (16-byte staging of A and B, 16-byte stores and reads of C and
+// R: VEC = 15) or not.
+const Case k_khr_cases[] = {
+    {256, 256, 64, 1, false, true, 0, 1.0f, 0.0f, ops::Epilogue::bias},
+    {200, 136, 72, 2, false, false, 8, 1.0f, 0.5f, ops::Epilogue::residual},
+    {72, 264, 40, 1, true, true, 0, 1.0f, 0.0f, ops::Epilogue::bias_relu},
+    {33, 65, 520, 1, true, false, 3, -1.0f, 0.0f, ops::Epilogue::none},
 };
 const Case k_extra_cases[] = {
     {1, 1, 1, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
@@ -240,7 +252,7 @@ VKF_TEST_CASE("matmul: the NV cooperative-matrix rows match the reference (f16)"
               "[shaders][matmul][coopmat]") {
   Device& dev = test::device();
   for (const ops::MatmulConfig& cfg : ops::matmul_configs()) {
-    if (!cfg.coopmat) continue;
+    if (!cfg.coopmat || cfg.khr) continue;
     // VKF_SKIP ends the test case: every coopmat row needs the same kernel and features.
     if (!ops::matmul_coopmat_built())
       VKF_SKIP("row " << cfg.name
@@ -257,6 +269,59 @@ VKF_TEST_CASE("matmul: the NV cooperative-matrix rows match the reference (f16)"
   }
 }
 
+// The KHR rows on the device's own cooperative matrices: on a GPU, or on Mesa 26's lavapipe (the
+// Debian 13 tier), whose fragments are real SPIR-V cooperative-matrix operations lowered by the
+// driver. Every case of the other rows, then the KHR rows' own; on a CPU device the 128x128 and
+// 128x256 rows run two of them (whole large tiles and two k steps; 17 k steps, partial tiles and
+// scalar staging), as lavapipe's only shape is 8x8x8 and it takes 30-40 s of CPU to compile each
+// of their pipelines (64 fragments a subgroup), against about 5 s for the 64x64 row's.
+VKF_TEST_CASE("matmul: the KHR cooperative-matrix rows match the reference (f16)",
+              "[shaders][matmul][coopmat][khr]") {
+  Device& dev = test::device();
+  if (!ops::matmul_coopmat_khr_built())
+    VKF_SKIP(
+        "KHR rows not run: this build has no matmul_coopmat_khr kernel (glslc lacked "
+        "GL_KHR_cooperative_matrix at configure time)");
+  for (const ops::MatmulConfig& cfg : ops::matmul_configs()) {
+    if (!cfg.khr) continue;
+    if (const std::string why = ops::matmul_config_misfit(cfg, dev.info()); !why.empty())
+      VKF_SKIP("row " << cfg.name << " not run: " << dev.label() << ": " << why);
+    const CoopmatShape* shape = ops::khr_coopmat_shape(cfg, dev.info());
+    REQUIRE(shape != nullptr);
+    INFO("fragments " << shape->describe() << ", subgroups of " << dev.info().subgroup_size);
+    uint32_t seed = 3;
+    if (dev.info().is_cpu() && std::string(cfg.name) != "khr_coopmat_64") {
+      for (const Case& c : {k_khr_cases[0], k_khr_cases[3]})
+        run_case(dev, cfg, DType::f16, c, seed += 10);
+      continue;
+    }
+    for (const Case& c : k_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+    for (const Case& c : k_extra_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+    for (const Case& c : k_coopmat_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+    for (const Case& c : k_khr_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+  }
+}
+
+// An f16 matmul with no row forced takes the KHR kernel where the device lists a fitting shape
+// and is a GPU (MatmulArgs::config = nullptr: what the model's f16 paths will run).
+VKF_TEST_CASE("matmul: f16 on a GPU with KHR cooperative matrices chooses them",
+              "[shaders][matmul][coopmat][khr]") {
+  Device& dev = test::device();
+  const DeviceInfo& info = dev.info();
+  const ops::MatmulConfig& big = ops::choose_matmul_config(info, true, DType::f16, 4096, 4096);
+  const ops::MatmulConfig& small = ops::choose_matmul_config(info, true, DType::f16, 8, 512);
+  const bool khr = ops::matmul_coopmat_khr_built() && !info.is_cpu() &&
+                   ops::matmul_config_fits(ops::matmul_config("khr_coopmat_64"), info);
+  CHECK(big.khr == khr);
+  CHECK(small.khr == khr);
+  if (khr) CHECK(std::string(small.name) == "khr_coopmat_64");
+  CHECK(!ops::choose_matmul_config(info, true, DType::f32, 4096, 4096).coopmat);
+  uint32_t seed = 51;
+  for (const Case& c : k_khr_cases)
+    run_case(dev, ops::choose_matmul_config(info, c.trans_b, DType::f16, c.m, c.n), DType::f16, c,
+             seed += 10);
+}
+
 // The coopmat kernel with its fragment operations emulated (shaders/common/coopmat_fragment.glsl):
 // the same staging, zero fill, transposes, scratch and epilogue as on tensor cores, so a fault in
 // any of them fails here, on every device, and not only where VK_NV_cooperative_matrix exists.
@@ -264,6 +329,7 @@ VKF_TEST_CASE("matmul: the NV cooperative-matrix rows match the reference (f16)"
 // one of the 128x128 row: the 64x64 row runs every case, the 128x128 row (the same code with
 // larger loop counts) the coopmat cases and the extra cases' edges (1x1x1, k = 1, B broadcast).
 void check_emulated_coopmat_row(const char* row, std::vector<Case> cases) {
+  INFO("row " << row);
   Device& dev = test::device();
   const ops::MatmulConfig& cfg = ops::matmul_config(row);
   REQUIRE(cfg.coopmat);
@@ -290,6 +356,27 @@ VKF_TEST_CASE(
   cases.push_back(k_extra_cases[3]);  // k = 1, residual
   cases.push_back(k_cases[2]);        // B broadcast over the batch
   check_emulated_coopmat_row("nvidia_coopmat_128", cases);
+}
+
+// The KHR kernel with emulated 16x16x16 fragments (shaders/common/coopmat_khr_fragment.glsl):
+// its staging in 16-byte runs, prefetch, zero fill, transposes, scratch and 16-byte epilogue,
+// on every device. Compiling the emulated 128x128 and 128x256 kernels takes llvmpipe long, so
+// the 64x64 row runs every case, the larger ones the KHR cases and two edges, with k = 264 (9
+// steps) instead of 520: llvmpipe stops an invocation after 65535 loop iterations (its guard
+// against endless loops), which 17 steps of a subgroup's 16 emulated fragment products pass.
+VKF_TEST_CASE("matmul: the KHR rows' kernel with emulated fragments matches the reference",
+              "[shaders][matmul][coopmat][khr]") {
+  std::vector<Case> cases(std::begin(k_cases), std::end(k_cases));
+  cases.insert(cases.end(), std::begin(k_extra_cases), std::end(k_extra_cases));
+  cases.insert(cases.end(), std::begin(k_coopmat_cases), std::end(k_coopmat_cases));
+  cases.insert(cases.end(), std::begin(k_khr_cases), std::end(k_khr_cases));
+  check_emulated_coopmat_row("khr_coopmat_64", cases);
+  std::vector<Case> large(std::begin(k_khr_cases), std::end(k_khr_cases));
+  large.back().k = 264;
+  large.push_back(k_extra_cases[0]);  // 1x1x1
+  large.push_back(k_cases[2]);        // B broadcast over the batch
+  check_emulated_coopmat_row("khr_coopmat", large);
+  check_emulated_coopmat_row("khr_coopmat_256", large);
 }
 
 VKF_TEST_CASE("matmul uses the device's row unless forced", "[shaders][matmul]") {
@@ -319,8 +406,11 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
       CHECK(cfg.bk % 16 == 0);
       CHECK(cfg.workgroup % cfg.subgroups() == 0);
       // Each coopmat row has its own emulated-fragments test case above.
-      CHECK((std::string(cfg.name) == "nvidia_coopmat" ||
-             std::string(cfg.name) == "nvidia_coopmat_128"));
+      const std::string name = cfg.name;
+      if (cfg.khr)
+        CHECK((name == "khr_coopmat" || name == "khr_coopmat_64" || name == "khr_coopmat_256"));
+      else
+        CHECK((name == "nvidia_coopmat" || name == "nvidia_coopmat_128"));
       continue;
     }
     CHECK((cfg.bm / cfg.tm) * (cfg.bn / cfg.tn) == cfg.workgroup);
@@ -377,6 +467,55 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
   DeviceInfo no_vmm = nv;
   no_vmm.vulkan_memory_model = false;
   CHECK(!ops::matmul_config_fits(coop, no_vmm));
+
+  // VK_KHR_cooperative_matrix: f16 matmuls on a GPU that lists an fp16 x fp16 + fp32 subgroup
+  // shape take a KHR row (where this build has the kernel), the large one where m x n fills at
+  // least 128 of its tiles; f32 and CPU devices do not.
+  const auto shape = [](uint32_t m, uint32_t n, uint32_t k, uint32_t c_type) {
+    return CoopmatShape{m, n, k, 0, 0, c_type, c_type, false, 3};  // f16 A, B; subgroup scope
+  };
+  DeviceInfo khr = nv;
+  khr.nv_coopmat = khr.nv_coopmat_f16_16x16x16 = false;
+  khr.khr_coopmat = true;
+  khr.khr_coopmat_shapes = {shape(16, 16, 16, 0), shape(16, 8, 16, 1), shape(16, 16, 16, 1)};
+  const ops::MatmulConfig& khr_row = ops::matmul_config("khr_coopmat");
+  REQUIRE(ops::khr_coopmat_shape(khr_row, khr) != nullptr);
+  CHECK(ops::khr_coopmat_shape(khr_row, khr)->describe() == "16x16x16 f16*f16+f32->f32");
+  CHECK(ops::matmul_config_fits(khr_row, khr));
+  CHECK(khr_row.invocations(khr) == 128);
+  CHECK(khr_row.invocations(khr, true) == 128);
+  const bool built = ops::matmul_coopmat_khr_built();
+  CHECK(std::string(ops::choose_matmul_config(khr, true, DType::f16, 4096, 2048).name) ==
+        (built ? "khr_coopmat" : "nvidia"));
+  CHECK(std::string(ops::choose_matmul_config(khr, false, DType::f16, 64, 37000).name) ==
+        (built ? "khr_coopmat_64" : "nvidia"));
+  CHECK(std::string(ops::choose_matmul_config(khr, true, DType::f32, 4096, 2048).name) == "nvidia");
+  DeviceInfo khr_cpu = khr;
+  khr_cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  CHECK(!ops::choose_matmul_config(khr_cpu, true, DType::f16, 4096, 2048).coopmat);
+  // An Intel-like 8x8x16 shape divides the tiles; a 16x16x16 one with fp16 accumulation, or
+  // none at all, does not fit, and the reason lists what the device has.
+  DeviceInfo intel = khr;
+  intel.subgroup_size = intel.min_subgroup_size = intel.max_subgroup_size = 8;
+  intel.khr_coopmat_shapes = {shape(8, 8, 16, 1)};
+  CHECK(ops::matmul_config_fits(khr_row, intel));
+  CHECK(khr_row.invocations(intel) == 32);
+  DeviceInfo f16_acc = khr;
+  f16_acc.khr_coopmat_shapes = {shape(16, 16, 16, 0)};
+  CHECK_THAT(ops::matmul_config_misfit(khr_row, f16_acc),
+             Catch::Contains("shape") && Catch::Contains("16x16x16 f16*f16+f16->f16"));
+  CHECK(!ops::choose_matmul_config(f16_acc, true, DType::f16, 4096, 2048).coopmat);
+  DeviceInfo no_khr = khr;
+  no_khr.khr_coopmat = false;
+  CHECK_THAT(ops::matmul_config_misfit(khr_row, no_khr),
+             Catch::Contains("no VK_KHR_cooperative_matrix"));
+  // A width that varies and cannot be pinned (the kernel gives each subgroup one block).
+  DeviceInfo varies = khr;
+  varies.min_subgroup_size = 32, varies.max_subgroup_size = 64;
+  varies.subgroup_size_control = false;
+  CHECK_THAT(ops::matmul_config_misfit(khr_row, varies), Catch::Contains("cannot be pinned"));
+  varies.subgroup_size_control = true;
+  CHECK(ops::matmul_config_fits(khr_row, varies));
 }
 
 VKF_TEST_CASE("matmul checks its arguments", "[shaders][matmul]") {
@@ -426,5 +565,13 @@ VKF_TEST_CASE("matmul checks its arguments", "[shaders][matmul]") {
       CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("GL_NV_cooperative_matrix"));
     else if (!ops::matmul_config_fits(*args.config, dev.info()))
       CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("does not fit"));
+    // The same for the KHR rows (Debian 12: not built; Debian 13's lavapipe: built and fits).
+    args.config = &ops::matmul_config("khr_coopmat");
+    if (!ops::matmul_coopmat_khr_built())
+      CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("GL_KHR_cooperative_matrix"));
+    else if (!ops::matmul_config_fits(*args.config, dev.info()))
+      CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("does not fit"));
+    args.dtype = DType::f32;
+    CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("f16 storage only"));
   }
 }
