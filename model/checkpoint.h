@@ -1,5 +1,5 @@
 #pragma once
-// Checkpoints as safetensors (shared/design.md): 8-byte little-endian header size, JSON header,
+// Checkpoints as safetensors (docs/design.md): 8-byte little-endian header size, JSON header,
 // raw little-endian tensors. `__metadata__` holds `config` (JSON string) and `step`. Files are
 // written to a temporary name and renamed, so a crash never leaves half a checkpoint.
 #include <cstdint>

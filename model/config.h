@@ -1,6 +1,6 @@
 #pragma once
 // Model hyper-parameters: the paper's presets and every knob of its Table 3. Serialised into the
-// checkpoint's `config` metadata with the key names fixed by shared/design.md.
+// checkpoint's `config` metadata with the key names fixed by docs/design.md.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// The Transformer's forward building blocks (shared/design.md: post-LN, PyTorch Linear layout),
+// The Transformer's forward building blocks (docs/design.md: post-LN, PyTorch Linear layout),
 // recorded with engine ops: embeddings, linear layers, multi-head attention, add & norm, the
 // position-wise FFN and the encoder stack. The training graph records them over whole sequences;
 // the decoder (model/decode/) records the same blocks for one position at a time.

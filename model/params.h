@@ -1,5 +1,5 @@
 #pragma once
-// The Transformer's parameters: names and shapes fixed by shared/design.md (PyTorch Linear
+// The Transformer's parameters: names and shapes fixed by docs/design.md (PyTorch Linear
 // layout, weight [out, in]), laid out in one flat fp32 buffer so gradients, Adam state and the
 // all-reduce each see a single contiguous range. Offsets are aligned to 64 floats (256 bytes) so
 // every tensor can be bound on its own.

@@ -1,5 +1,5 @@
 #pragma once
-// Teacher-forced scoring (shared/design.md, `vkf score`): for each sentence pair, the summed
+// Teacher-forced scoring (docs/design.md, `vkf score`): for each sentence pair, the summed
 // natural-log probability of the target, EOS included, with dropout off and no label smoothing.
 // This is how results are compared with other implementations.
 #include <cstdint>

@@ -1,6 +1,6 @@
 // vkf score: per line pair, the summed natural-log probability of the target (teacher forced,
 // dropout off, no label smoothing, EOS included) and the number of target tokens, tab-separated
-// (shared/design.md). A pair that cannot be scored prints "nan<TAB>0", is reported on stderr and
+// (docs/design.md). A pair that cannot be scored prints "nan<TAB>0", is reported on stderr and
 // makes the exit status 1.
 #include <cstdio>
 

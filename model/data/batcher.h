@@ -2,7 +2,7 @@
 // Token-based batching as in fairseq and Marian: examples are grouped by length into buckets, each
 // batch holds about `max_tokens` source and `max_tokens` target tokens, and rows are padded to the
 // bucket length so that a handful of recorded command buffers (one per shape) serve a whole epoch
-// (shared/design.md, "Record once, replay many"). Batches are shuffled per epoch from a seed and
+// (docs/design.md, "Record once, replay many"). Batches are shuffled per epoch from a seed and
 // the order is a pure function of (seed, epoch): a run resumes at (epoch, batch) exactly.
 #include <cstdint>
 #include <span>

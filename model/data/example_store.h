@@ -1,7 +1,7 @@
 #pragma once
 // ExampleStore: encoded parallel examples held compactly for a large corpus: every source piece in
 // one flat int32 vector, every target piece in another, and offsets per example (no text, no
-// per-example allocation). Pieces only: bos/eos are added by the batcher (shared/design.md).
+// per-example allocation). Pieces only: bos/eos are added by the batcher (docs/design.md).
 #include <cstdint>
 #include <span>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// Tokenizer: one SentencePiece BPE model shared by source and target (shared/design.md). Wraps
+// Tokenizer: one SentencePiece BPE model shared by source and target (docs/design.md). Wraps
 // training, loading, encode/decode and the checksum a checkpoint records to refuse a model trained
 // with another vocabulary.
 #include <cstdint>

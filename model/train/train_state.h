@@ -1,5 +1,5 @@
 #pragma once
-// The optimizer-state file that sits beside each checkpoint (shared/design.md): Adam's moments,
+// The optimizer-state file that sits beside each checkpoint (docs/design.md): Adam's moments,
 // the step, where the data stream stands and the run's seed: everything besides the parameters
 // that a resumed run needs to continue exactly as an uninterrupted one would.
 #include <cstdint>

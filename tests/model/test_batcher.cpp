@@ -1,5 +1,5 @@
 // Batching invariants: budget, every example once per epoch, determinism per (seed, epoch),
-// resume at a position, and the token conventions of shared/design.md.
+// resume at a position, and the token conventions of docs/design.md.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <numeric>
