@@ -137,8 +137,7 @@ void Device::init_common() {
   pool_ = OwnedCommandPool(device_, pool);
 
   allocator_ = std::make_unique<Allocator>(device_, info_, label_, options_.memory);
-  std::string cache_dir = options_.pipeline_cache_dir.value_or(default_pipeline_cache_dir());
-  pipeline_cache_ = std::make_unique<PipelineCache>(device_, info_, cache_dir);
+  pipeline_cache_ = std::make_unique<PipelineCache>(device_, info_, options_.pipeline_cache_dir);
   kernels_ = std::make_unique<KernelCache>(device_, pipeline_cache_->get(), label_,
                                            info_.subgroup_size_control);
   staging_ = allocator_->allocate(options_.staging_bytes, MemoryKind::host, "staging ring");

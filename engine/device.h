@@ -15,16 +15,19 @@
 #include "engine/instance.h"
 #include "engine/kernel.h"
 #include "engine/memory.h"
+#include "engine/op_overrides.h"
 
 namespace vkf {
 
 struct DeviceOptions {
   std::string selector;  // see select_device(); "" = best device
-  // Where the on-disk pipeline cache lives: nullopt = default_pipeline_cache_dir(), "" = none.
-  std::optional<std::string> pipeline_cache_dir;
+  // Directory of the on-disk pipeline cache; "" = none (kept in memory only). The library reads
+  // no environment: the vkf command uses $VKF_CACHE_DIR, else ~/.cache/vkformer.
+  std::string pipeline_cache_dir;
   AllocatorOptions memory;
   VkDeviceSize staging_bytes = 16ull << 20;
   double timeout_seconds = 600.0;  // a submission that takes longer is reported as hung
+  OpOverrides ops;                 // device-wide overrides of the ops' kernel choices
 };
 
 class Device {
@@ -52,6 +55,7 @@ class Device {
   VkCommandPool command_pool() const { return pool_.get(); }
   Instance& instance() const { return *instance_; }
   double timeout_seconds() const { return options_.timeout_seconds; }
+  const DeviceOptions& options() const { return options_; }
 
   Allocator& memory() { return *allocator_; }
   Buffer allocate(VkDeviceSize bytes, const std::string& what,

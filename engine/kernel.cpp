@@ -1,6 +1,5 @@
 #include "engine/kernel.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -48,14 +47,6 @@ bool driver_header_matches(const std::string& blob, const DeviceInfo& info) {
 bool KernelSpec::operator<(const KernelSpec& o) const {
   return std::tie(name, buffers, push_bytes, spec, subgroup_size, texel_buffers) <
          std::tie(o.name, o.buffers, o.push_bytes, o.spec, o.subgroup_size, o.texel_buffers);
-}
-
-std::string default_pipeline_cache_dir() {
-  if (const char* d = std::getenv("VKF_CACHE_DIR")) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/vkformer";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return std::string(home) + "/.cache/vkformer";
-  return "";
 }
 
 PipelineCache::PipelineCache(VkDevice device, const DeviceInfo& info, std::string dir)

@@ -80,6 +80,4 @@ class KernelCache {
   std::map<std::string, OwnedShaderModule> modules_;
 };
 
-std::string default_pipeline_cache_dir();
-
 }  // namespace vkf

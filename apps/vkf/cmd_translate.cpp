@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/tool_env/tool_env.h"
 #include "apps/vkf/command.h"
 #include "engine/engine.h"
 #include "model/data/line_reader.h"
@@ -57,8 +58,8 @@ class LineSource {
 int run(const TranslateArgs& args) {
   args.options.validate();
   auto m = model::load_model(args.model, args.vocab);
-  auto instance = std::make_shared<Instance>();
-  auto dev = Device::create(instance, {.selector = args.device});
+  auto instance = std::make_shared<Instance>(tool::instance_options());
+  auto dev = Device::create(instance, tool::device_options({.selector = args.device}));
   model::DeviceParams params(*dev, m.checkpoint.config);
   params.upload(m.checkpoint.params);
   model::decode::Translator translator(*dev, params, args.options);
