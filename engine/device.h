@@ -63,6 +63,15 @@ class Device {
     return allocator_->allocate(bytes, kind, what);
   }
   const Kernel& kernel(const KernelSpec& spec) { return kernels_->get(spec); }
+  // A host kernel: registers the application's own SPIR-V under `name` (a compute shader with
+  // entry point "main" and descriptor set 0 only, laid out as KernelSpec describes). kernel()
+  // then builds pipelines from it with the spec's push constants and specialization constants,
+  // like a built-in shader's, and Recorder::dispatch derives its barriers from the buffers it
+  // declares. The words are copied. A built-in shader's name, or a name registered with other
+  // words, is refused.
+  void add_shader(const std::string& name, std::span<const uint32_t> spirv) {
+    kernels_->add_shader(name, spirv);
+  }
   PipelineCache& pipeline_cache() { return *pipeline_cache_; }
 
   // Blocking copies through the staging ring.
