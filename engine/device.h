@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,18 +17,31 @@
 #include "engine/kernel.h"
 #include "engine/memory.h"
 #include "engine/op_overrides.h"
+#include "engine/queue_choice.h"
+#include "engine/sync.h"
 
 namespace vkf {
+
+// Features of an adopted device that the engine may use because the host enabled them (the
+// engine cannot ask the driver which features a VkDevice was created with).
+struct AdoptedFeatures {
+  bool timeline_semaphore = false;  // VkPhysicalDeviceVulkan12Features::timelineSemaphore
+};
 
 struct DeviceOptions {
   std::string selector;  // see select_device(); "" = best device
   // Directory of the on-disk pipeline cache; "" = none (kept in memory only). The library reads
   // no environment: the vkf command uses $VKF_CACHE_DIR, else ~/.cache/vkformer.
   std::string pipeline_cache_dir;
+  // memory.limit_bytes caps the Vulkan memory the engine takes (0 = no cap).
   AllocatorOptions memory;
   VkDeviceSize staging_bytes = 16ull << 20;
   double timeout_seconds = 600.0;  // a submission that takes longer is reported as hung
-  OpOverrides ops;                 // device-wide overrides of the ops' kernel choices
+  // The queue family of a device the engine creates: `queue`'s choice, or `queue_family`.
+  QueueChoice queue = QueueChoice::dedicated_compute;
+  std::optional<uint32_t> queue_family;
+  OpOverrides ops;          // device-wide overrides of the ops' kernel choices
+  AdoptedFeatures adopted;  // Device::adopt only
 };
 
 class Device {
@@ -40,7 +54,9 @@ class Device {
                                         const DeviceOptions& options = {});
   // Borrows a device and compute queue owned by the host application. They are never
   // destroyed, and the engine waits only on its own fences, never on the host's queue or device.
-  // Only Vulkan 1.2 core features are assumed enabled.
+  // Only Vulkan 1.2 core features are assumed enabled (and options.adopted). Vulkan wants a
+  // queue used by one thread at a time: the host must not submit to `queue` from another thread
+  // while it calls into the engine.
   static std::unique_ptr<Device> adopt(std::shared_ptr<Instance> instance,
                                        VkPhysicalDevice physical, VkDevice device, VkQueue queue,
                                        uint32_t queue_family, const DeviceOptions& options = {});
@@ -56,6 +72,9 @@ class Device {
   Instance& instance() const { return *instance_; }
   double timeout_seconds() const { return options_.timeout_seconds; }
   const DeviceOptions& options() const { return options_; }
+  bool adopted() const { return !owned_; }
+  // Whether Timeline (timeline semaphores) can be used on this device.
+  bool timeline_semaphores() const { return timeline_semaphores_; }
 
   Allocator& memory() { return *allocator_; }
   Buffer allocate(VkDeviceSize bytes, const std::string& what,
@@ -90,9 +109,11 @@ class Device {
 
   // Records commands into a one-off command buffer, submits it and waits.
   void run_once(const std::function<void(VkCommandBuffer)>& record, const std::string& what);
-  // Submits a recorded command buffer with `fence`; wait_fence() turns timeouts and device loss
-  // into clear errors naming this device.
-  void submit(VkCommandBuffer cmd, VkFence fence, const std::string& what);
+  // Submits a recorded command buffer with `fence` (waiting for and signalling the semaphores of
+  // `sync` on the device); wait_fence() turns timeouts and device loss into clear errors naming
+  // this device.
+  void submit(VkCommandBuffer cmd, VkFence fence, const std::string& what,
+              const SubmitSync& sync = {});
   void wait_fence(VkFence fence, const std::string& what);
   VkFence create_fence();
 
@@ -101,12 +122,15 @@ class Device {
   Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& info, VkDevice device,
          VkQueue queue, const DeviceOptions& options);
   void init_common();
+  void use_queue_family(uint32_t family);
+  void release();
 
   std::shared_ptr<Instance> instance_;
   DeviceInfo info_;
   DeviceOptions options_;
   std::string label_;
   bool owned_ = true;
+  bool timeline_semaphores_ = false;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   // Destroyed in reverse order, before the device.
