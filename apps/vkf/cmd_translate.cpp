@@ -17,7 +17,7 @@
 #include "engine/engine.h"
 #include "model/data/line_reader.h"
 #include "model/decode/text.h"
-#include "model/device_params.h"
+#include "model/device_weights.h"
 #include "model/loaded_model.h"
 
 namespace vkf::app {
@@ -60,7 +60,7 @@ int run(const TranslateArgs& args) {
   auto m = model::load_model(args.model, args.vocab);
   auto instance = std::make_shared<Instance>(tool::instance_options());
   auto dev = Device::create(instance, tool::device_options({.selector = args.device}));
-  model::DeviceParams params(*dev, m.checkpoint.config);
+  model::DeviceWeights params(*dev, m.checkpoint.config);  // weights only: no training state
   params.upload(m.checkpoint.params);
   model::decode::Translator translator(*dev, params, args.options);
 

@@ -15,7 +15,7 @@ void put(const BufferRef& b, std::span<const int32_t> v) {
 
 }  // namespace
 
-DecodeGraph::DecodeGraph(Device& dev, const DeviceParams& params, const DecodeShape& shape,
+DecodeGraph::DecodeGraph(Device& dev, const DeviceWeights& params, const DecodeShape& shape,
                          bool profile)
     : dev_(dev), params_(params), state_(dev, params.config(), shape), profile_(profile) {
   Recorder rec(dev, {.profile = profile});

@@ -17,7 +17,7 @@ namespace vkf::model::decode {
 class DecodeGraph {
  public:
   // profile: GPU timestamps around every dispatch (see last_step_timings()).
-  DecodeGraph(Device& dev, const DeviceParams& params, const DecodeShape& shape,
+  DecodeGraph(Device& dev, const DeviceWeights& params, const DecodeShape& shape,
               bool profile = false);
   ~DecodeGraph();
 
@@ -43,7 +43,7 @@ class DecodeGraph {
   Sequence& step_sequence(int from, int to);
 
   Device& dev_;
-  const DeviceParams& params_;
+  const DeviceWeights& params_;
   DecodeState state_;
   std::optional<Sequence> encoder_;
   std::array<std::array<std::unique_ptr<Sequence>, 2>, 2> steps_;  // [from][to]

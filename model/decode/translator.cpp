@@ -28,7 +28,7 @@ void TranslateOptions::validate() const {
   if (batch_size == 0) throw Error("translate: batch size must be positive");
 }
 
-Translator::Translator(Device& dev, const DeviceParams& params, const TranslateOptions& options)
+Translator::Translator(Device& dev, const DeviceWeights& params, const TranslateOptions& options)
     : dev_(dev), params_(params), config_(params.config()), options_(options) {
   options_.validate();
 }

@@ -33,7 +33,7 @@ struct TranslateStats {
 
 class Translator {
  public:
-  Translator(Device& dev, const DeviceParams& params, const TranslateOptions& options);
+  Translator(Device& dev, const DeviceWeights& params, const TranslateOptions& options);
   ~Translator();
 
   // sources: pieces without EOS (it is appended; an empty source gives an empty result list).
@@ -53,7 +53,7 @@ class Translator {
   DecodeGraph& graph(const DecodeShape& shape);
 
   Device& dev_;
-  const DeviceParams& params_;
+  const DeviceWeights& params_;
   ModelConfig config_;
   TranslateOptions options_;
   std::map<DecodeShape, std::unique_ptr<DecodeGraph>> graphs_;
