@@ -143,6 +143,10 @@ int run(const TranslateArgs& args) {
                  static_cast<unsigned long long>(st.sentences),
                  static_cast<unsigned long long>(invalid), s, double(st.sentences) / s,
                  double(st.source_tokens) / s, double(st.output_tokens) / s);
+    std::fprintf(stderr, "vkf translate: device memory: %s peak (weights %s, decoder %s)\n",
+                 format_bytes(dev->memory().stats(MemoryKind::device).peak_used_bytes).c_str(),
+                 format_bytes(params.bytes()).c_str(),
+                 format_bytes(translator.cache_bytes()).c_str());
   }
   return 0;
 }
