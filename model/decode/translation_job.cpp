@@ -46,6 +46,14 @@ TranslationJob::TranslationJob(Translator& translator,
   report_.sentences = finished_;
   if (progress_ && finished_) progress_(finished_);
   translator.job_open_ = true;
+  release_if_done();
+}
+
+void TranslationJob::release_if_done() {
+  if (translator_ != nullptr && done()) {
+    translator_->job_open_ = false;
+    translator_ = nullptr;
+  }
 }
 
 TranslationJob::TranslationJob(TranslationJob&& o) noexcept
@@ -174,6 +182,7 @@ bool TranslationJob::step() {
   HostTimer timer(report_.host_ms);
   if (!in_flight_) submit_next();
   if (in_flight_) collect();
+  release_if_done();
   return !done();
 }
 
@@ -184,6 +193,7 @@ bool TranslationJob::poll() {
     collect();
   }
   if (!done()) submit_next();
+  release_if_done();
   return done();
 }
 

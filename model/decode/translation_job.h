@@ -56,6 +56,8 @@ class TranslationJob {
   void collect();
   void start_batch();
   void finish_batch();
+  // Once done, the translator is free for another job (this one still holds its results).
+  void release_if_done();
 
   Translator* translator_ = nullptr;
   std::vector<std::vector<int32_t>> sources_;

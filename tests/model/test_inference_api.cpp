@@ -81,6 +81,8 @@ VKF_TEST_CASE("a translation driven step by step, by polling or by time budget, 
     units += steps.take_report().units;
     CHECK(units > 3);  // 2 batches' encoder passes and more than one decoder step
     CHECK(steps.sentences() == tm.sentences.size());
+    // A finished job, still alive, leaves the translator free.
+    CHECK(best(tr.translate(tm.sentences)) == whole);
     CHECK(best(steps.results()) == whole);
   }
   {
