@@ -5,14 +5,15 @@
 #include <cstdlib>
 #include <memory>
 
+#include "apps/tool_env/tool_env.h"
 #include "engine/engine.h"
 
 namespace vkf::bench {
 
 inline std::shared_ptr<Instance> bench_instance() {
   static auto instance = [] {
-    configure_cpu_driver();  // as the vkf command runs it (engine/cpu_driver.h)
-    return std::make_shared<Instance>();
+    tool::configure_cpu_driver();  // as the vkf command runs it (engine/cpu_driver.h)
+    return std::make_shared<Instance>(tool::instance_options());
   }();
   return instance;
 }
@@ -25,7 +26,8 @@ inline const char* device_selector() {
 inline Device& device() {
   static std::unique_ptr<Device> dev = [] {
     try {
-      return Device::create(bench_instance(), {.selector = device_selector()});
+      return Device::create(bench_instance(),
+                            tool::device_options({.selector = device_selector()}));
     } catch (const Error& e) {  // no device, or a selector that matches none: say so, exit 1
       std::fprintf(stderr, "benchmark: %s\n", e.what());
       std::exit(1);

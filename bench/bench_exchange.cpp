@@ -33,8 +33,9 @@ void exchange(benchmark::State& state) {
   std::vector<vkf::Buffer> buffers;
   std::vector<vkf::BufferRef> refs;
   for (size_t r = 0; r < replicas; ++r) {
-    owned.push_back(vkf::Device::create(vkf::bench::bench_instance(),
-                                        {.selector = vkf::bench::device_selector()}));
+    owned.push_back(vkf::Device::create(
+        vkf::bench::bench_instance(),
+        vkf::tool::device_options({.selector = vkf::bench::device_selector()})));
     devices.push_back(owned.back().get());
     const auto& info = devices.back()->info();
     if (floats * 4 > std::min(info.max_buffer_bytes, info.max_storage_buffer_range)) {

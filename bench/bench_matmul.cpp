@@ -48,6 +48,7 @@
 #include <tuple>
 #include <vector>
 
+#include "apps/tool_env/tool_env.h"
 #include "bench/bench_peak.h"
 #include "bench/torch_side.h"
 #include "engine/engine.h"
@@ -73,10 +74,11 @@ struct Shared {
 Shared& shared() {
   static Shared s = [] {
     Shared r;
-    vkf::configure_cpu_driver();  // as the vkf command runs it (engine/cpu_driver.h)
-    r.instance = std::make_shared<vkf::Instance>();
+    vkf::tool::configure_cpu_driver();  // as the vkf command runs it (engine/cpu_driver.h)
+    r.instance = std::make_shared<vkf::Instance>(vkf::tool::instance_options());
     const char* sel = std::getenv("VKF_BENCH_DEVICE");
-    r.device = vkf::Device::create(r.instance, {.selector = sel ? sel : ""});
+    r.device =
+        vkf::Device::create(r.instance, vkf::tool::device_options({.selector = sel ? sel : ""}));
     return r;
   }();
   return s;

@@ -33,12 +33,12 @@ namespace {
 
 using vkf::bench::device;
 
-DeviceParams& params() {
-  static std::unique_ptr<DeviceParams> p = [] {
+DeviceWeights& params() {
+  static std::unique_ptr<DeviceWeights> p = [] {
     ModelConfig c = ModelConfig::preset("tiny");
     c.vocab_size = 1000;
     c.max_len = 128;
-    auto dp = std::make_unique<DeviceParams>(device(), c);
+    auto dp = std::make_unique<DeviceWeights>(device(), c);
     dp->upload(init_parameters(dp->layout(), c, 1));
     return dp;
   }();

@@ -4,8 +4,6 @@
 #include <filesystem>
 #include <system_error>
 
-#include "engine/kernel.h"
-
 namespace vkf {
 namespace {
 
@@ -17,7 +15,7 @@ bool cpu_has_avx512f() {
 #endif
 }
 
-CpuDriverSettings decide() {
+CpuDriverSettings decide(const std::string& base) {
   CpuDriverSettings s;
   if (const char* w = std::getenv("LP_NATIVE_VECTOR_WIDTH"); w && *w) {
     s.vector_width = w;
@@ -26,7 +24,6 @@ CpuDriverSettings decide() {
     s.vector_width_chosen = setenv("LP_NATIVE_VECTOR_WIDTH", "512", 0) == 0;
   }
   const char* cache = std::getenv("MESA_SHADER_CACHE_DIR");
-  const std::string base = default_pipeline_cache_dir();
   if ((!cache || !*cache) && !base.empty()) {
     const std::string dir =
         base + "/mesa-" + (s.vector_width.empty() ? std::string("default") : s.vector_width);
@@ -39,8 +36,8 @@ CpuDriverSettings decide() {
 
 }  // namespace
 
-const CpuDriverSettings& configure_cpu_driver() {
-  static const CpuDriverSettings settings = decide();
+const CpuDriverSettings& configure_cpu_driver(const std::string& cache_dir) {
+  static const CpuDriverSettings settings = decide(cache_dir);
   return settings;
 }
 

@@ -8,14 +8,17 @@
 //   wide: 256 by default, so subgroups of 8. On a CPU with AVX-512, 512 bits (subgroups of 16)
 //   doubles the FMA rate lavapipe can reach (120 -> 215 GFLOP/s on this project's 2-core AMD
 //   EPYC machines) and ran the small preset's training step 1.06-1.10x and the matmuls
-//   1.1-1.3x faster (bench/README.md); the matmul gains less than the peak because it is bound by per-lane
-//   loads. Chosen when the CPU has AVX-512F and LP_NATIVE_VECTOR_WIDTH is unset;
+//   1.1-1.3x faster (bench/README.md); the matmul gains less than the peak because it is bound by
+//   per-lane loads. Chosen when the CPU has AVX-512F and LP_NATIVE_VECTOR_WIDTH is unset;
 //   LP_NATIVE_VECTOR_WIDTH=256 restores the driver's default.
 // - Shader cache. Mesa 22.3 keys its shader disk cache without the vector width, so code cached
 //   at one width is handed to a driver running at another (seen here: 512-bit code, FMA rate
 //   and all, ran under a 256-bit driver), although the subgroup size the shaders were built
-//   for differs. Unless MESA_SHADER_CACHE_DIR is set, each width gets its own directory beside the
-//   pipeline cache (default_pipeline_cache_dir()/mesa-<width>).
+//   for differs. Unless MESA_SHADER_CACHE_DIR is set, each width gets its own directory under the
+//   `cache_dir` given (<cache_dir>/mesa-<width>; the tools pass their pipeline-cache directory).
+//
+// This is the one place where the engine reads (and sets) environment variables: they are how
+// Mesa is configured, process-wide, and nothing calls this unless the application does.
 #include <string>
 
 namespace vkf {
@@ -27,6 +30,7 @@ struct CpuDriverSettings {
 };
 
 // Idempotent: the first call decides and sets the environment; later calls return the same.
-const CpuDriverSettings& configure_cpu_driver();
+// cache_dir: where Mesa's per-width shader caches go; "" leaves MESA_SHADER_CACHE_DIR alone.
+const CpuDriverSettings& configure_cpu_driver(const std::string& cache_dir);
 
 }  // namespace vkf

@@ -23,6 +23,14 @@ bool has(const std::vector<VkExtensionProperties>& exts, const char* name) {
                      [&](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
+VkBool32 timeline_supported(VkPhysicalDevice physical) {
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &f12;
+  vkGetPhysicalDeviceFeatures2(physical, &features);
+  return f12.timelineSemaphore;
+}
+
 std::string make_label(const DeviceInfo& info) {
   return "device [" + std::to_string(info.index) + "] " + info.name;
 }
@@ -32,6 +40,9 @@ std::string make_label(const DeviceInfo& info) {
 Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
                const DeviceOptions& options)
     : instance_(std::move(instance)), info_(info), options_(options), label_(make_label(info)) {
+  use_queue_family(options.queue_family.value_or(
+      info.queue_families.empty() ? info.compute_queue_family
+                                  : choose_queue_family(info.queue_families, options.queue)));
   auto exts = device_extensions(info.physical);
   std::vector<const char*> enable;
   // Only what the engine uses, and only where present: a device without them still runs the
@@ -56,6 +67,10 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
   // Declared by the cooperative-matrix shaders (shaders/matmul_coopmat.comp); the device scope
   // keeps the other shaders' Device-scope atomics valid under the model.
   f12.vulkanMemoryModel = f12.vulkanMemoryModelDeviceScope = info.vulkan_memory_model;
+  // Core in Vulkan 1.2 (and required there): lets a host order its work after the engine's
+  // (Timeline, SubmitSync).
+  f12.timelineSemaphore = timeline_supported(info.physical);
+  timeline_semaphores_ = f12.timelineSemaphore == VK_TRUE;
   f11.pNext = &f12;
   void** tail = &f12.pNext;
   if (has(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME) && info.subgroup_size_control) {
@@ -84,7 +99,7 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-  qi.queueFamilyIndex = info.compute_queue_family;
+  qi.queueFamilyIndex = info_.compute_queue_family;
   qi.queueCount = 1;
   qi.pQueuePriorities = &priority;
   VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
@@ -94,8 +109,15 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
   di.enabledExtensionCount = static_cast<uint32_t>(enable.size());
   di.ppEnabledExtensionNames = enable.data();
   check(vkCreateDevice(info.physical, &di, nullptr, &device_), "creating " + label_);
-  vkGetDeviceQueue(device_, info.compute_queue_family, 0, &queue_);
-  init_common();
+  vkGetDeviceQueue(device_, info_.compute_queue_family, 0, &queue_);
+  try {
+    init_common();
+  } catch (...) {
+    // No destructor runs for a constructor that throws: free what was made (a memory cap that
+    // refuses the staging ring, say), so that a refusal leaks nothing.
+    release();
+    throw;
+  }
 }
 
 Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& info, VkDevice device,
@@ -105,6 +127,7 @@ Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& in
       options_(options),
       label_(make_label(info) + " (adopted)"),
       owned_(false),
+      timeline_semaphores_(options.adopted.timeline_semaphore),
       device_(device),
       queue_(queue) {
   // The host decided which features it enabled; rely on none beyond Vulkan 1.2 core.
@@ -114,7 +137,17 @@ Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& in
   info_.subgroup_size_control = false;
   info_.memory_budget = false;
   info_.external_memory_host = false;
-  init_common();
+}
+
+void Device::use_queue_family(uint32_t family) {
+  if (!info_.queue_families.empty()) {
+    if (family >= info_.queue_families.size() ||
+        !(info_.queue_families[family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+      throw Error("queue family " + std::to_string(family) + " of " + label_ +
+                  " does not exist or has no compute");
+    info_.timestamp_valid_bits = info_.queue_families[family].timestampValidBits;
+  }
+  info_.compute_queue_family = family;
 }
 
 std::unique_ptr<Device> Device::create(std::shared_ptr<Instance> instance,
@@ -134,9 +167,11 @@ std::unique_ptr<Device> Device::adopt(std::shared_ptr<Instance> instance, VkPhys
   for (uint32_t i = 0; i < physicals.size(); ++i)
     if (physicals[i] == physical) index = i;
   DeviceInfo info = query_device_info(physical, index, instance->get());
-  info.compute_queue_family = queue_family;
-  return std::unique_ptr<Device>(
+  auto dev = std::unique_ptr<Device>(
       new Device(Adopted{}, std::move(instance), info, device, queue, options));
+  dev->use_queue_family(queue_family);
+  dev->init_common();
+  return dev;
 }
 
 void Device::init_common() {
@@ -148,8 +183,7 @@ void Device::init_common() {
   pool_ = OwnedCommandPool(device_, pool);
 
   allocator_ = std::make_unique<Allocator>(device_, info_, label_, options_.memory);
-  std::string cache_dir = options_.pipeline_cache_dir.value_or(default_pipeline_cache_dir());
-  pipeline_cache_ = std::make_unique<PipelineCache>(device_, info_, cache_dir);
+  pipeline_cache_ = std::make_unique<PipelineCache>(device_, info_, options_.pipeline_cache_dir);
   kernels_ = std::make_unique<KernelCache>(device_, pipeline_cache_->get(), label_,
                                            info_.subgroup_size_control);
   staging_ = allocator_->allocate(options_.staging_bytes, MemoryKind::host, "staging ring");
@@ -163,6 +197,10 @@ void Device::init_common() {
 }
 
 Device::~Device() {
+  release();
+}
+
+void Device::release() {
   // Wait only for our own work: an adopted queue may carry the host's commands too.
   if (transfer_fence_) {
     VkFence f = transfer_fence_.get();
@@ -174,7 +212,8 @@ Device::~Device() {
   pipeline_cache_.reset();
   allocator_.reset();
   pool_.reset();
-  if (owned_) vkDestroyDevice(device_, nullptr);
+  if (owned_ && device_ != VK_NULL_HANDLE) vkDestroyDevice(device_, nullptr);
+  device_ = VK_NULL_HANDLE;
 }
 
 VkFence Device::create_fence() {
@@ -185,11 +224,42 @@ VkFence Device::create_fence() {
   return fence;
 }
 
-void Device::submit(VkCommandBuffer cmd, VkFence fence, const std::string& what) {
+void Device::submit(VkCommandBuffer cmd, VkFence fence, const std::string& what,
+                    const SubmitSync& sync) {
+  std::vector<VkSemaphore> waits, signals;
+  std::vector<VkPipelineStageFlags> stages;
+  std::vector<uint64_t> wait_values, signal_values;
+  bool timeline = false;
+  for (const SemaphoreOp& w : sync.wait) {
+    if (w.semaphore == VK_NULL_HANDLE) throw Error("submitting " + what + ": null wait semaphore");
+    waits.push_back(w.semaphore);
+    stages.push_back(w.stage);
+    wait_values.push_back(w.value);
+    timeline |= w.value != 0;
+  }
+  for (const SemaphoreOp& s : sync.signal) {
+    if (s.semaphore == VK_NULL_HANDLE)
+      throw Error("submitting " + what + ": null signal semaphore");
+    signals.push_back(s.semaphore);
+    signal_values.push_back(s.value);
+    timeline |= s.value != 0;
+  }
   check(vkResetFences(device_, 1, &fence), "resetting fence on " + label_);
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cmd;
+  si.waitSemaphoreCount = static_cast<uint32_t>(waits.size());
+  si.pWaitSemaphores = waits.data();
+  si.pWaitDstStageMask = stages.data();
+  si.signalSemaphoreCount = static_cast<uint32_t>(signals.size());
+  si.pSignalSemaphores = signals.data();
+  // Values of binary semaphores in the lists are ignored by the driver.
+  VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  ti.waitSemaphoreValueCount = static_cast<uint32_t>(wait_values.size());
+  ti.pWaitSemaphoreValues = wait_values.data();
+  ti.signalSemaphoreValueCount = static_cast<uint32_t>(signal_values.size());
+  ti.pSignalSemaphoreValues = signal_values.data();
+  if (timeline) si.pNext = &ti;
   check(vkQueueSubmit(queue_, 1, &si, fence), "submitting " + what + " on " + label_);
 }
 

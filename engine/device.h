@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,16 +16,32 @@
 #include "engine/instance.h"
 #include "engine/kernel.h"
 #include "engine/memory.h"
+#include "engine/op_overrides.h"
+#include "engine/queue_choice.h"
+#include "engine/sync.h"
 
 namespace vkf {
 
+// Features of an adopted device that the engine may use because the host enabled them (the
+// engine cannot ask the driver which features a VkDevice was created with).
+struct AdoptedFeatures {
+  bool timeline_semaphore = false;  // VkPhysicalDeviceVulkan12Features::timelineSemaphore
+};
+
 struct DeviceOptions {
   std::string selector;  // see select_device(); "" = best device
-  // Where the on-disk pipeline cache lives: nullopt = default_pipeline_cache_dir(), "" = none.
-  std::optional<std::string> pipeline_cache_dir;
+  // Directory of the on-disk pipeline cache; "" = none (kept in memory only). The library reads
+  // no environment: the vkf command uses $VKF_CACHE_DIR, else ~/.cache/vkformer.
+  std::string pipeline_cache_dir;
+  // memory.limit_bytes caps the Vulkan memory the engine takes (0 = no cap).
   AllocatorOptions memory;
   VkDeviceSize staging_bytes = 16ull << 20;
   double timeout_seconds = 600.0;  // a submission that takes longer is reported as hung
+  // The queue family of a device the engine creates: `queue`'s choice, or `queue_family`.
+  QueueChoice queue = QueueChoice::dedicated_compute;
+  std::optional<uint32_t> queue_family;
+  OpOverrides ops;          // device-wide overrides of the ops' kernel choices
+  AdoptedFeatures adopted;  // Device::adopt only
 };
 
 class Device {
@@ -37,7 +54,9 @@ class Device {
                                         const DeviceOptions& options = {});
   // Borrows a device and compute queue owned by the host application. They are never
   // destroyed, and the engine waits only on its own fences, never on the host's queue or device.
-  // Only Vulkan 1.2 core features are assumed enabled.
+  // Only Vulkan 1.2 core features are assumed enabled (and options.adopted). Vulkan wants a
+  // queue used by one thread at a time: the host must not submit to `queue` from another thread
+  // while it calls into the engine.
   static std::unique_ptr<Device> adopt(std::shared_ptr<Instance> instance,
                                        VkPhysicalDevice physical, VkDevice device, VkQueue queue,
                                        uint32_t queue_family, const DeviceOptions& options = {});
@@ -52,6 +71,10 @@ class Device {
   VkCommandPool command_pool() const { return pool_.get(); }
   Instance& instance() const { return *instance_; }
   double timeout_seconds() const { return options_.timeout_seconds; }
+  const DeviceOptions& options() const { return options_; }
+  bool adopted() const { return !owned_; }
+  // Whether Timeline (timeline semaphores) can be used on this device.
+  bool timeline_semaphores() const { return timeline_semaphores_; }
 
   Allocator& memory() { return *allocator_; }
   Buffer allocate(VkDeviceSize bytes, const std::string& what,
@@ -59,6 +82,15 @@ class Device {
     return allocator_->allocate(bytes, kind, what);
   }
   const Kernel& kernel(const KernelSpec& spec) { return kernels_->get(spec); }
+  // A host kernel: registers the application's own SPIR-V under `name` (a compute shader with
+  // entry point "main" and descriptor set 0 only, laid out as KernelSpec describes). kernel()
+  // then builds pipelines from it with the spec's push constants and specialization constants,
+  // like a built-in shader's, and Recorder::dispatch derives its barriers from the buffers it
+  // declares. The words are copied. A built-in shader's name, or a name registered with other
+  // words, is refused.
+  void add_shader(const std::string& name, std::span<const uint32_t> spirv) {
+    kernels_->add_shader(name, spirv);
+  }
   PipelineCache& pipeline_cache() { return *pipeline_cache_; }
 
   // Blocking copies through the staging ring.
@@ -77,9 +109,11 @@ class Device {
 
   // Records commands into a one-off command buffer, submits it and waits.
   void run_once(const std::function<void(VkCommandBuffer)>& record, const std::string& what);
-  // Submits a recorded command buffer with `fence`; wait_fence() turns timeouts and device loss
-  // into clear errors naming this device.
-  void submit(VkCommandBuffer cmd, VkFence fence, const std::string& what);
+  // Submits a recorded command buffer with `fence` (waiting for and signalling the semaphores of
+  // `sync` on the device); wait_fence() turns timeouts and device loss into clear errors naming
+  // this device.
+  void submit(VkCommandBuffer cmd, VkFence fence, const std::string& what,
+              const SubmitSync& sync = {});
   void wait_fence(VkFence fence, const std::string& what);
   VkFence create_fence();
 
@@ -88,12 +122,15 @@ class Device {
   Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& info, VkDevice device,
          VkQueue queue, const DeviceOptions& options);
   void init_common();
+  void use_queue_family(uint32_t family);
+  void release();
 
   std::shared_ptr<Instance> instance_;
   DeviceInfo info_;
   DeviceOptions options_;
   std::string label_;
   bool owned_ = true;
+  bool timeline_semaphores_ = false;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   // Destroyed in reverse order, before the device.

@@ -336,6 +336,7 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
   vkGetPhysicalDeviceQueueFamilyProperties(physical, &family_count, nullptr);
   std::vector<VkQueueFamilyProperties> families(family_count);
   vkGetPhysicalDeviceQueueFamilyProperties(physical, &family_count, families.data());
+  info.queue_families = families;
   // Prefer a compute family that also does graphics: it is the "universal" queue with timestamp
   // support everywhere; a compute-only family is taken when it is the only one.
   int chosen = -1;

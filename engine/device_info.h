@@ -66,6 +66,8 @@ struct DeviceInfo {
   bool texel_rgba32f = false;
   bool texel_rgba16f = false;
   uint32_t compute_queue_family = 0;
+  // Every queue family, in the driver's order (engine/queue_choice.h picks among them).
+  std::vector<VkQueueFamilyProperties> queue_families;
   uint32_t timestamp_valid_bits = 0;
   float timestamp_period_ns = 0.0f;
 

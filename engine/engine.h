@@ -10,3 +10,4 @@
 #include "engine/memory.h"
 #include "engine/recorder.h"
 #include "engine/tensor.h"
+#include "engine/timeline.h"

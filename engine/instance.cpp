@@ -1,7 +1,6 @@
 #include "engine/instance.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -11,11 +10,6 @@ namespace vkf {
 namespace {
 
 constexpr const char* k_validation_layer = "VK_LAYER_KHRONOS_validation";
-
-bool env_wants_validation() {
-  const char* v = std::getenv("VKF_VALIDATION");
-  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-}
 
 bool layer_available(const char* name) {
   uint32_t count = 0;
@@ -68,7 +62,7 @@ std::vector<std::string> ValidationLog::take() {
 }
 
 Instance::Instance(const InstanceOptions& options) : owned_(true) {
-  validation_ = options.validation || env_wants_validation();
+  validation_ = options.validation;
   if (validation_ && !layer_available(k_validation_layer))
     throw Error(std::string("validation was requested but ") + k_validation_layer +
                 " is not installed (Debian: apt-get install vulkan-validationlayers)");
@@ -145,7 +139,7 @@ std::shared_ptr<Instance> Instance::adopt(VkInstance instance) {
 Instance::~Instance() {
   if (!owned_) return;
   if (messenger_ != VK_NULL_HANDLE) {
-    // Messages nobody collected (an application run with VKF_VALIDATION=1, not a test) are not
+    // Messages nobody collected (an application run with validation on, not a test) are not
     // silently dropped.
     for (const auto& m : log_.take()) std::fprintf(stderr, "vkf: validation %s\n", m.c_str());
     auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(

@@ -11,8 +11,8 @@
 namespace vkf {
 
 struct InstanceOptions {
-  // Enable VK_LAYER_KHRONOS_validation. Also switched on by the environment variable
-  // VKF_VALIDATION=1 (the tests set it). Asking for it when the layer is absent is an error.
+  // Enable VK_LAYER_KHRONOS_validation (the tools map VKF_VALIDATION=1 onto it). Asking for it
+  // when the layer is absent is an error.
   bool validation = false;
   // With validation: also run synchronization validation (finds missing barriers).
   bool sync_validation = true;

@@ -1,6 +1,5 @@
 #include "engine/kernel.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +8,7 @@
 
 #include "engine/device_info.h"
 #include "engine/error.h"
+#include "engine/host_shader.h"
 #include "engine/shader_registry.h"
 
 namespace vkf {
@@ -48,14 +48,6 @@ bool driver_header_matches(const std::string& blob, const DeviceInfo& info) {
 bool KernelSpec::operator<(const KernelSpec& o) const {
   return std::tie(name, buffers, push_bytes, spec, subgroup_size, texel_buffers) <
          std::tie(o.name, o.buffers, o.push_bytes, o.spec, o.subgroup_size, o.texel_buffers);
-}
-
-std::string default_pipeline_cache_dir() {
-  if (const char* d = std::getenv("VKF_CACHE_DIR")) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/vkformer";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return std::string(home) + "/.cache/vkformer";
-  return "";
 }
 
 PipelineCache::PipelineCache(VkDevice device, const DeviceInfo& info, std::string dir)
@@ -140,11 +132,33 @@ KernelCache::KernelCache(VkDevice device, VkPipelineCache cache, std::string dev
       label_(std::move(device_label)),
       subgroup_size_control_(subgroup_size_control) {}
 
+void KernelCache::add_shader(const std::string& name, std::span<const uint32_t> spirv) {
+  if (name.empty()) throw Error("add_shader: a host kernel needs a name");
+  if (!shaders::find(name).empty())
+    throw Error("add_shader: '" + name + "' is the name of a built-in shader");
+  if (const std::string why = spirv_module_misfit(spirv); !why.empty())
+    throw Error("add_shader: '" + name + "': " + why);
+  std::vector<uint32_t> words(spirv.begin(), spirv.end());
+  auto [it, added] = host_shaders_.emplace(name, words);
+  if (!added && it->second != words)
+    throw Error("add_shader: '" + name + "' was added before with other SPIR-V");
+}
+
 const Kernel& KernelCache::get(const KernelSpec& spec) {
   if (auto it = kernels_.find(spec); it != kernels_.end()) return *it->second;
 
-  auto words = shaders::find(spec.name);
-  if (words.empty()) throw Error("no shader named '" + spec.name + "' was built into vkformer");
+  std::span<const uint32_t> words = shaders::find(spec.name);
+  if (auto host = host_shaders_.find(spec.name); host != host_shaders_.end()) {
+    words = host->second;
+    // A layout that does not match the host's shader would fail (or worse) only in the driver.
+    if (const std::string why =
+            spirv_layout_misfit(words, spec.buffers, spec.texel_buffers, spec.push_bytes);
+        !why.empty())
+      throw Error("host kernel " + spec.name + ": " + why);
+  }
+  if (words.empty())
+    throw Error("no shader named '" + spec.name +
+                "' was built into vkformer or added with Device::add_shader");
   auto mod_it = modules_.find(spec.name);
   if (mod_it == modules_.end()) {
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};

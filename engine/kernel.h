@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,9 @@
 namespace vkf {
 
 struct KernelSpec {
-  std::string name;            // shader name in the registry ("fill", "matmul_f16", ...)
+  // Shader name in the registry ("fill", "matmul_f16", ...), or of a host kernel's SPIR-V
+  // (Device::add_shader).
+  std::string name;
   uint32_t buffers = 0;        // storage buffers at bindings 0..buffers-1
   uint32_t push_bytes = 0;     // size of the push-constant block
   std::vector<uint32_t> spec;  // specialization constants, constant_id = index (floats bitcast)
@@ -70,6 +73,8 @@ class KernelCache {
               bool subgroup_size_control);
   const Kernel& get(const KernelSpec& spec);
   size_t size() const { return kernels_.size(); }
+  // A host kernel's SPIR-V under `name` (see Device::add_shader).
+  void add_shader(const std::string& name, std::span<const uint32_t> spirv);
 
  private:
   VkDevice device_;
@@ -78,8 +83,7 @@ class KernelCache {
   bool subgroup_size_control_;
   std::map<KernelSpec, std::unique_ptr<Kernel>> kernels_;
   std::map<std::string, OwnedShaderModule> modules_;
+  std::map<std::string, std::vector<uint32_t>> host_shaders_;
 };
-
-std::string default_pipeline_cache_dir();
 
 }  // namespace vkf

@@ -49,14 +49,22 @@ void Buffer::reset() {
 
 Allocator::Allocator(VkDevice device, const DeviceInfo& info, std::string device_label,
                      const AllocatorOptions& options)
-    : device_(device), info_(info), label_(std::move(device_label)) {
+    : device_(device),
+      info_(info),
+      label_(std::move(device_label)),
+      limit_bytes_(options.limit_bytes) {
   vkGetPhysicalDeviceMemoryProperties(info.physical, &mem_props_);
   alignment_ = std::max<VkDeviceSize>(256, info.min_storage_offset_alignment);
   VkDeviceSize limit = std::min<VkDeviceSize>(info.max_allocation_bytes, info.max_buffer_bytes);
   limit = std::min<VkDeviceSize>(limit, info.max_storage_buffer_range);
+  families_.push_back(info.compute_queue_family);
+  for (uint32_t f : options.shared_queue_families)
+    if (std::find(families_.begin(), families_.end(), f) == families_.end()) families_.push_back(f);
   VkDeviceSize heap = info.device_local_bytes();
   VkDeviceSize wanted = options.block_bytes ? options.block_bytes : (256ull << 20);
   if (!options.block_bytes && heap) wanted = std::min<VkDeviceSize>(wanted, heap / 4);
+  // Under a cap, a quarter of it at most: one block of each kind must not take all of it.
+  if (limit_bytes_) wanted = std::min<VkDeviceSize>(wanted, limit_bytes_ / 4);
   block_bytes_ =
       std::max<VkDeviceSize>(alignment_, std::min(wanted, limit) / alignment_ * alignment_);
 }
@@ -112,6 +120,11 @@ uint32_t Allocator::create_block(VkDeviceSize size, MemoryKind kind, const std::
   binfo.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   binfo.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  if (families_.size() > 1) {
+    binfo.sharingMode = VK_SHARING_MODE_CONCURRENT;
+    binfo.queueFamilyIndexCount = static_cast<uint32_t>(families_.size());
+    binfo.pQueueFamilyIndices = families_.data();
+  }
   VkBuffer buffer = VK_NULL_HANDLE;
   check(vkCreateBuffer(device_, &binfo, nullptr, &buffer),
         "creating a " + format_bytes(size) + " buffer for " + what + " on " + label_);
@@ -179,7 +192,17 @@ Buffer Allocator::allocate(VkDeviceSize bytes, MemoryKind kind, const std::strin
   for (uint32_t bi = 0; bi < blocks_.size() && !done; ++bi)
     if (blocks_[bi]) done = try_block(bi, out);
   if (!done) {
-    uint32_t bi = create_block(std::max(need, block_bytes_), kind, what);
+    VkDeviceSize size = std::max(need, block_bytes_);
+    if (limit_bytes_) {
+      const uint64_t taken = reserved_bytes();
+      const uint64_t left = limit_bytes_ > taken ? limit_bytes_ - taken : 0;
+      if (need > left)
+        throw OutOfMemoryError("vkformer's memory cap of " + format_bytes(limit_bytes_) + " on " +
+                               label_ + " refuses " + format_bytes(bytes) + " for " + what + ": " +
+                               format_bytes(taken) + " taken, " + format_bytes(left) + " left");
+      size = std::min<VkDeviceSize>(size, left / alignment_ * alignment_);  // still >= need
+    }
+    uint32_t bi = create_block(size, kind, what);
     done = try_block(bi, out);
   }
   auto& st = stats_[static_cast<int>(kind)];

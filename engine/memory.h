@@ -65,6 +65,16 @@ class Buffer {
 struct AllocatorOptions {
   // Size of each block; 0 picks min(256 MiB, limits, heap/4).
   VkDeviceSize block_bytes = 0;
+  // The most Vulkan memory the engine may take, device-local and host-visible blocks together
+  // (a game's budget for it); 0 = no cap. Blocks are then at most a quarter of it, and cut to
+  // fit under it; an allocation that cannot fit throws OutOfMemoryError and leaves everything
+  // as it was.
+  VkDeviceSize limit_bytes = 0;
+  // Queue families besides the engine's own whose commands use its buffers (a host's graphics
+  // queue copying the engine's results, say): the blocks are then created with
+  // VK_SHARING_MODE_CONCURRENT over these and the engine's family, so no ownership transfer is
+  // needed. Empty: exclusive to the engine's family.
+  std::vector<uint32_t> shared_queue_families;
 };
 
 struct MemoryStats {
@@ -85,6 +95,9 @@ class Allocator {
   // `what` names the allocation in errors ("attention scores", "staging", ...).
   Buffer allocate(VkDeviceSize bytes, MemoryKind kind, const std::string& what);
   MemoryStats stats(MemoryKind kind) const;
+  // Bytes in blocks of both kinds: what the engine holds, and what limit_bytes caps.
+  uint64_t reserved_bytes() const { return stats_[0].reserved_bytes + stats_[1].reserved_bytes; }
+  VkDeviceSize limit_bytes() const { return limit_bytes_; }
   VkDeviceSize block_bytes() const { return block_bytes_; }
   VkDeviceSize alignment() const { return alignment_; }
 
@@ -109,6 +122,8 @@ class Allocator {
   VkPhysicalDeviceMemoryProperties mem_props_{};
   VkDeviceSize block_bytes_ = 0;
   VkDeviceSize alignment_ = 256;
+  VkDeviceSize limit_bytes_ = 0;
+  std::vector<uint32_t> families_;  // the engine's queue family, then the shared ones
   std::vector<std::unique_ptr<Block>> blocks_;
   MemoryStats stats_[2];
 };

@@ -26,6 +26,7 @@ Sequence::Sequence(Sequence&& o) noexcept
       fence_(std::move(o.fence_)),
       queries_(std::move(o.queries_)),
       names_(std::move(o.names_)),
+      queries_written_(o.queries_written_),
       barriers_(o.barriers_),
       pending_(std::exchange(o.pending_, false)) {}
 
@@ -39,6 +40,7 @@ Sequence& Sequence::operator=(Sequence&& o) noexcept {
     fence_ = std::move(o.fence_);
     queries_ = std::move(o.queries_);
     names_ = std::move(o.names_);
+    queries_written_ = o.queries_written_;
     barriers_ = o.barriers_;
     pending_ = std::exchange(o.pending_, false);
   }
@@ -65,9 +67,9 @@ void Sequence::destroy() {
   device_ = nullptr;
 }
 
-void Sequence::submit() {
+void Sequence::submit(const SubmitSync& sync) {
   if (pending_) wait();
-  device_->submit(cmd_, fence_.get(), "a recorded sequence");
+  device_->submit(cmd_, fence_.get(), "a recorded sequence", sync);
   pending_ = true;
 }
 
@@ -85,9 +87,21 @@ bool Sequence::ready() const {
   return true;
 }
 
+double Sequence::gpu_milliseconds() const {
+  if (!queries_ || queries_written_ < 2) return 0.0;
+  uint64_t stamps[2] = {0, 0};
+  for (uint32_t i = 0; i < 2; ++i)
+    check(
+        vkGetQueryPoolResults(device_->handle(), queries_.get(), i == 0 ? 0 : queries_written_ - 1,
+                              1, sizeof(uint64_t), &stamps[i], sizeof(uint64_t),
+                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+        "reading timestamps");
+  return double(stamps[1] - stamps[0]) * device_->info().timestamp_period_ns * 1e-6;
+}
+
 std::vector<KernelTiming> Sequence::timings() const {
   std::vector<KernelTiming> out;
-  if (!queries_ || names_.empty()) return out;
+  if (!queries_ || names_.empty() || queries_written_ < names_.size() + 1) return out;
   std::vector<uint64_t> stamps(names_.size() + 1);
   check(vkGetQueryPoolResults(device_->handle(), queries_.get(), 0,
                               static_cast<uint32_t>(stamps.size()),
@@ -118,8 +132,8 @@ void Recorder::begin() {
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   check(vkBeginCommandBuffer(seq_.cmd_, &bi), "beginning a command buffer");
 
-  if (options_.profile && device.info().timestamp_valid_bits != 0) {
-    query_capacity_ = k_query_chunk;
+  if ((options_.profile || options_.timed) && device.info().timestamp_valid_bits != 0) {
+    query_capacity_ = options_.profile ? k_query_chunk : 2;
     VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
     qi.queryCount = query_capacity_;
@@ -326,7 +340,7 @@ void Recorder::fill(const BufferRef& dst, uint32_t pattern) {
 
 void Recorder::timestamp_after(const std::string& name) {
   seq_.names_.push_back(name);
-  if (!seq_.queries_) return;
+  if (!seq_.queries_ || !options_.profile) return;
   if (queries_used_ >= query_capacity_)
     throw Error("profiling: more than " + std::to_string(query_capacity_ - 1) +
                 " dispatches in one sequence");
@@ -346,7 +360,11 @@ Sequence Recorder::finish() {
                        VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
                            VK_PIPELINE_STAGE_TRANSFER_BIT,
                        0, 1, &mb, 0, nullptr, 0, nullptr);
+  if (seq_.queries_ && !options_.profile)
+    vkCmdWriteTimestamp(seq_.cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, seq_.queries_.get(),
+                        queries_used_++);
   check(vkEndCommandBuffer(seq_.cmd_), "ending a command buffer");
+  seq_.queries_written_ = queries_used_;
   seq_.barriers_ = barriers_;
   return std::move(seq_);
 }

@@ -15,6 +15,7 @@
 #include "engine/handles.h"
 #include "engine/kernel.h"
 #include "engine/memory.h"
+#include "engine/sync.h"
 
 namespace vkf {
 
@@ -55,6 +56,9 @@ inline Arg inout(const BufferRef& b) {
 struct RecorderOptions {
   bool derive_barriers = true;  // false only for tests that prove barriers are needed
   bool profile = false;         // GPU timestamps around every dispatch
+  // Two GPU timestamps, at the start and the end: Sequence::gpu_milliseconds() (what the work
+  // cost a frame) without a timestamp per dispatch.
+  bool timed = false;
 };
 
 struct KernelTiming {
@@ -68,7 +72,10 @@ class Sequence {
   Sequence& operator=(Sequence&&) noexcept;
   ~Sequence();
 
-  void submit();
+  // Submits; with `sync`, the device first waits for its semaphores and afterwards signals its
+  // own (a Timeline value the host's queue waits for, say). Waits for an earlier submission of
+  // this sequence that is still pending.
+  void submit(const SubmitSync& sync = {});
   void wait();
   // Non-blocking: true once the last submission has finished (or when nothing is pending).
   // Throws DeviceLostError when the device was lost.
@@ -81,6 +88,9 @@ class Sequence {
   uint32_t barrier_count() const { return barriers_; }
   // Per-dispatch times of the last run (profiling recorders only).
   std::vector<KernelTiming> timings() const;
+  // GPU time of the last run, first command to last (timed or profiling recorders on devices
+  // with timestamps; else 0). Call after wait() or once ready().
+  double gpu_milliseconds() const;
 
  private:
   friend class Recorder;
@@ -94,6 +104,7 @@ class Sequence {
   OwnedFence fence_;
   OwnedQueryPool queries_;
   std::vector<std::string> names_;
+  uint32_t queries_written_ = 0;  // timestamps the command buffer writes
   uint32_t barriers_ = 0;
   bool pending_ = false;
 };

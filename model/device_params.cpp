@@ -1,51 +1,18 @@
 #include "model/device_params.h"
 
-#include <algorithm>
-
 #include "engine/error.h"
 #include "engine/recorder.h"
 
 namespace vkf::model {
 
-namespace {
-
-// The most bytes one buffer can hold and be bound whole.
-uint64_t device_chunk_limit(const DeviceInfo& info) {
-  uint64_t limit = info.max_storage_buffer_range;
-  if (info.max_buffer_bytes) limit = std::min(limit, info.max_buffer_bytes);
-  if (info.max_allocation_bytes) limit = std::min(limit, info.max_allocation_bytes);
-  return limit;
-}
-
-}  // namespace
-
 DeviceParams::DeviceParams(Device& dev, const ModelConfig& config, uint64_t max_chunk_bytes)
-    : dev_(dev), config_(config), layout_(config) {
-  const uint64_t limit_floats =
-      (max_chunk_bytes ? max_chunk_bytes : device_chunk_limit(dev.info())) / 4;
-  // Cut the flat range at tensor starts so that no chunk exceeds the limit.
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [first, end)
-  uint64_t first = 0;
-  const auto& ps = layout_.params();
-  for (size_t i = 0; i < ps.size(); ++i) {
-    const uint64_t end = i + 1 < ps.size() ? ps[i + 1].offset : layout_.total_floats();
-    if (end - ps[i].offset > limit_floats)
-      throw OutOfMemoryError("parameter " + ps[i].name + " (" +
-                             format_bytes((end - ps[i].offset) * 4) +
-                             ") does not fit the largest buffer that " + dev.label() +
-                             " can bind (" + format_bytes(limit_floats * 4) + ")");
-    if (end - first > limit_floats) {
-      ranges.emplace_back(first, ps[i].offset);
-      first = ps[i].offset;
-    }
-  }
-  ranges.emplace_back(first, layout_.total_floats());
-  for (auto [begin, end] : ranges) {
+    : DeviceWeights(dev, config, max_chunk_bytes) {
+  for (const DeviceWeights::Chunk& w : weights_) {
     Chunk c;
-    c.first = begin;
-    c.floats = end - begin;
-    const uint64_t bytes = std::max<uint64_t>(c.floats, 1) * 4;
-    c.params = dev.allocate(bytes, "parameters");
+    c.first = w.first;
+    c.floats = w.floats;
+    c.params = w.params.ref();
+    const uint64_t bytes = w.params.size();
     c.grads = dev.allocate(bytes, "gradients");
     c.m = dev.allocate(bytes, "Adam first moments");
     c.v = dev.allocate(bytes, "Adam second moments");
@@ -54,19 +21,15 @@ DeviceParams::DeviceParams(Device& dev, const ModelConfig& config, uint64_t max_
   zero_state();
 }
 
-BufferRef DeviceParams::slice(Buffer Chunk::*which, const std::string& name) const {
+BufferRef DeviceParams::grad(const std::string& name) const {
   const ParamInfo& p = layout_.at(name);
-  auto it = std::upper_bound(chunks_.begin(), chunks_.end(), p.offset,
-                             [](uint64_t off, const Chunk& c) { return off < c.first; });
-  const Chunk& c = *(it - 1);
-  return (c.*which).ref().slice((p.offset - c.first) * 4, static_cast<uint64_t>(p.numel()) * 4);
+  const Chunk& c = chunks_[chunk_of(p.offset)];
+  return c.grads.ref().slice((p.offset - c.first) * 4, static_cast<uint64_t>(p.numel()) * 4);
 }
 
 void DeviceParams::upload_flat(Buffer Chunk::*which, const std::vector<float>& flat,
                                const char* what) {
-  if (flat.size() != layout_.total_floats())
-    throw Error(std::string(what) + " upload: " + std::to_string(flat.size()) +
-                " floats for a layout of " + std::to_string(layout_.total_floats()));
+  check_flat(flat, what);
   for (const Chunk& c : chunks_)
     dev_.upload((c.*which).ref().slice(0, c.floats * 4), flat.data() + c.first, c.floats * 4);
 }
@@ -76,14 +39,6 @@ std::vector<float> DeviceParams::download_flat(Buffer Chunk::*which) const {
   for (const Chunk& c : chunks_)
     dev_.download((c.*which).ref().slice(0, c.floats * 4), flat.data() + c.first, c.floats * 4);
   return flat;
-}
-
-void DeviceParams::upload(const std::vector<float>& flat) {
-  upload_flat(&Chunk::params, flat, "parameter");
-}
-
-std::vector<float> DeviceParams::download() const {
-  return download_flat(&Chunk::params);
 }
 
 std::vector<float> DeviceParams::download_grads() const {

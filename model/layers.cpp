@@ -33,7 +33,7 @@ BufferRef ActivationPool::host(const std::string& name, uint64_t elements) {
   return find_or_allocate(name, elements, MemoryKind::host);
 }
 
-Linear linear_of(const DeviceParams& p, const std::string& prefix, uint32_t in, uint32_t out) {
+Linear linear_of(const DeviceWeights& p, const std::string& prefix, uint32_t in, uint32_t out) {
   return {p.param(prefix + ".weight"), p.param(prefix + ".bias"), in, out};
 }
 

@@ -12,7 +12,7 @@
 #include "engine/device.h"
 #include "engine/ops/attention.h"
 #include "engine/recorder.h"
-#include "model/device_params.h"
+#include "model/device_weights.h"
 
 namespace vkf::model {
 
@@ -41,7 +41,7 @@ struct Linear {
   BufferRef weight, bias;  // weight [out, in] (PyTorch layout), bias [out]
   uint32_t in = 0, out = 0;
 };
-Linear linear_of(const DeviceParams& p, const std::string& prefix, uint32_t in, uint32_t out);
+Linear linear_of(const DeviceWeights& p, const std::string& prefix, uint32_t in, uint32_t out);
 
 // y[rows, out] = x[rows, in] W^T + b (then ReLU), fused in the matmul epilogue.
 void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
@@ -68,7 +68,7 @@ inline BufferSource source_of(ActivationPool& b) {
 struct Forward {
   Device& dev;
   Recorder& rec;
-  const DeviceParams& params;
+  const DeviceWeights& params;
   BufferSource buf;
   BufferRef scalars;  // StepScalars (dropout seed and step)
   float dropout = 0.0f;

@@ -28,15 +28,27 @@ struct Dims {
 
 TrainGraph::TrainGraph(Device& dev, DeviceParams& params, const BucketShape& shape,
                        const BufferRef& step_scalars, const GraphOptions& options)
+    : TrainGraph(dev, params, &params, shape, step_scalars, options) {}
+
+TrainGraph::TrainGraph(Device& dev, const DeviceWeights& weights, const BucketShape& shape,
+                       const BufferRef& step_scalars, const GraphOptions& options)
+    : TrainGraph(dev, weights, nullptr, shape, step_scalars, options) {}
+
+TrainGraph::TrainGraph(Device& dev, const DeviceWeights& weights, DeviceParams* training,
+                       const BucketShape& shape, const BufferRef& step_scalars,
+                       const GraphOptions& options)
     : dev_(dev),
-      params_(params),
-      config_(params.config()),
+      params_(weights),
+      training_(training),
+      config_(weights.config()),
       shape_(shape),
       scalars_(step_scalars),
       options_(options),
       pool_(options.pool ? options.pool : std::make_shared<ActivationPool>(dev)) {
   if (shape.batch == 0 || shape.src_len == 0 || shape.tgt_len == 0)
     throw Error("TrainGraph: empty bucket shape");
+  if (options.backward && training_ == nullptr)
+    throw Error("TrainGraph: a backward pass needs the training state (DeviceParams)");
   if (int(shape.src_len) > config_.max_len || int(shape.tgt_len) > config_.max_len)
     throw Error("TrainGraph: bucket length " +
                 std::to_string(std::max(shape.src_len, shape.tgt_len)) +
@@ -48,6 +60,10 @@ TrainGraph::TrainGraph(Device& dev, DeviceParams& params, const BucketShape& sha
 }
 
 TrainGraph::~TrainGraph() = default;
+
+BufferRef TrainGraph::grad(const std::string& name) const {
+  return training_->grad(name);
+}
 
 void TrainGraph::set_batch(const BatchTokens& b) {
   const uint64_t ns = uint64_t{shape_.batch} * shape_.src_len,
@@ -250,8 +266,8 @@ void TrainGraph::record_backward(Recorder& rec) {
     a.rstd = b.get(name + ".rstd", rows);
     a.dx = dx;
     a.ds = ds;
-    a.dgamma = params_.grad(norm + ".weight");
-    a.dbeta = params_.grad(norm + ".bias");
+    a.dgamma = grad(norm + ".weight");
+    a.dbeta = grad(norm + ".bias");
     a.scratch = ln_scratch;
     a.step = scalars_;
     a.rows = rows;
@@ -265,7 +281,7 @@ void TrainGraph::record_backward(Recorder& rec) {
   auto lin_back = [&](const std::string& prefix, uint32_t in, uint32_t out, const BufferRef& x,
                       const BufferRef& dy, const BufferRef& dx, bool accumulate, uint32_t rows) {
     linear_backward(dev_, rec, linear_of(params_, prefix, in, out), x, dy, dx, accumulate,
-                    params_.grad(prefix + ".weight"), params_.grad(prefix + ".bias"),
+                    grad(prefix + ".weight"), grad(prefix + ".bias"),
                     ones.slice(0, uint64_t{rows} * 4), rows);
   };
   // Backward of mha(): ds_out is the gradient of its o_proj output; adds the gradient w.r.t.
@@ -342,7 +358,7 @@ void TrainGraph::record_backward(Recorder& rec) {
     gw.a = dlogits;
     gw.trans_a = true;
     gw.b = y_final;
-    gw.c = params_.grad("embed.weight");
+    gw.c = grad("embed.weight");
     gw.m = D.V;
     gw.n = D.d;
     gw.k = Nt;
@@ -407,8 +423,8 @@ void TrainGraph::embedding_backward_into(Recorder& rec, const BufferRef& tokens,
   ops::EmbeddingBackwardArgs e;
   e.tokens = tokens;
   e.dout = dout;
-  e.dtable = params_.grad("embed.weight");
-  if (c.learned_positions) e.dpos_table = params_.grad("pos_embed.weight");
+  e.dtable = grad("embed.weight");
+  if (c.learned_positions) e.dpos_table = grad("pos_embed.weight");
   e.scratch = pool_->get(
       "grad.embed_scratch." + std::to_string(len),
       ops::embedding_backward_scratch_bytes(uint32_t(c.vocab_size), uint32_t(c.max_len), count) /

@@ -54,6 +54,9 @@ class TrainGraph {
  public:
   TrainGraph(Device& dev, DeviceParams& params, const BucketShape& shape,
              const BufferRef& step_scalars, const GraphOptions& options);
+  // Forward and loss only (options.backward false): scoring needs the weights alone.
+  TrainGraph(Device& dev, const DeviceWeights& weights, const BucketShape& shape,
+             const BufferRef& step_scalars, const GraphOptions& options);
   ~TrainGraph();
 
   const BucketShape& shape() const { return shape_; }
@@ -82,6 +85,9 @@ class TrainGraph {
   std::vector<KernelTiming> timings() const;
 
  private:
+  TrainGraph(Device& dev, const DeviceWeights& weights, DeviceParams* training,
+             const BucketShape& shape, const BufferRef& step_scalars, const GraphOptions& options);
+  BufferRef grad(const std::string& name) const;
   void record(Recorder& rec);
   void record_forward(Recorder& rec);
   void record_backward(Recorder& rec);
@@ -93,7 +99,8 @@ class TrainGraph {
   void end_segment(Recorder& rec, const std::string& prefix);
 
   Device& dev_;
-  DeviceParams& params_;
+  const DeviceWeights& params_;
+  DeviceParams* training_ = nullptr;  // null: forward only
   ModelConfig config_;
   BucketShape shape_;
   BufferRef scalars_;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "apps/tool_env/tool_env.h"
 #include "engine/error.h"
 #include "engine/instance.h"
 
@@ -22,8 +23,8 @@ double parse_duration(const std::string& text) {
 }
 
 std::unique_ptr<Device> open_device(const std::string& selector) {
-  auto instance = std::make_shared<Instance>();
-  return Device::create(instance, {.selector = selector});
+  auto instance = std::make_shared<Instance>(tool::instance_options());
+  return Device::create(instance, tool::device_options({.selector = selector}));
 }
 
 namespace {

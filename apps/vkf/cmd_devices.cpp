@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "apps/tool_env/tool_env.h"
 #include "apps/vkf/command.h"
 #include "engine/engine.h"
 #include "engine/ops/basic.h"
@@ -12,8 +13,8 @@ namespace vkf::app {
 namespace {
 
 int self_check(const std::string& selector) {
-  auto instance = std::make_shared<Instance>();
-  auto dev = Device::create(instance, {.selector = selector});
+  auto instance = std::make_shared<Instance>(tool::instance_options());
+  auto dev = Device::create(instance, tool::device_options({.selector = selector}));
   constexpr uint32_t n = 100003;  // not a multiple of any workgroup size
   std::vector<float> x(n), y(n);
   for (uint32_t i = 0; i < n; ++i) {
@@ -45,7 +46,7 @@ RegisterCommand reg("devices", "List Vulkan devices and their capabilities", [](
   sub.add_flag("--self-check", *check, "Run a kernel on the selected device and verify it");
   sub.add_option("--device", *selector, "Device for --self-check: index, vendor or name part");
   return [=]() {
-    Instance instance;
+    Instance instance(tool::instance_options());
     auto infos = query_all_devices(instance.physical_devices(), instance.get());
     if (*json) {
       std::cout << devices_json(infos) << "\n";

@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "apps/tool_env/tool_env.h"
 #include "apps/vkf/command.h"
 #include "engine/engine.h"
 #include "model/data/line_reader.h"
 #include "model/decode/text.h"
-#include "model/device_params.h"
+#include "model/device_weights.h"
 #include "model/loaded_model.h"
 
 namespace vkf::app {
@@ -57,9 +58,9 @@ class LineSource {
 int run(const TranslateArgs& args) {
   args.options.validate();
   auto m = model::load_model(args.model, args.vocab);
-  auto instance = std::make_shared<Instance>();
-  auto dev = Device::create(instance, {.selector = args.device});
-  model::DeviceParams params(*dev, m.checkpoint.config);
+  auto instance = std::make_shared<Instance>(tool::instance_options());
+  auto dev = Device::create(instance, tool::device_options({.selector = args.device}));
+  model::DeviceWeights params(*dev, m.checkpoint.config);  // weights only: no training state
   params.upload(m.checkpoint.params);
   model::decode::Translator translator(*dev, params, args.options);
 
@@ -142,6 +143,10 @@ int run(const TranslateArgs& args) {
                  static_cast<unsigned long long>(st.sentences),
                  static_cast<unsigned long long>(invalid), s, double(st.sentences) / s,
                  double(st.source_tokens) / s, double(st.output_tokens) / s);
+    std::fprintf(stderr, "vkf translate: device memory: %s peak (weights %s, decoder %s)\n",
+                 format_bytes(dev->memory().stats(MemoryKind::device).peak_used_bytes).c_str(),
+                 format_bytes(params.bytes()).c_str(),
+                 format_bytes(translator.cache_bytes()).c_str());
   }
   return 0;
 }

@@ -5,8 +5,8 @@
 #include <exception>
 #include <map>
 
+#include "apps/tool_env/tool_env.h"
 #include "apps/vkf/command.h"
-#include "engine/cpu_driver.h"
 #include "engine/error.h"
 
 namespace vkf::app {
@@ -17,7 +17,7 @@ std::vector<Command>& commands() {
 }  // namespace vkf::app
 
 int main(int argc, char** argv) {
-  vkf::configure_cpu_driver();  // before any Vulkan instance: see engine/cpu_driver.h
+  vkf::tool::configure_cpu_driver();  // before any Vulkan instance: see engine/cpu_driver.h
   CLI::App app{"vkformer: train and run the Transformer on any Vulkan device", "vkf"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "vkf 0.1.0");

@@ -101,29 +101,23 @@ bool rows_supported(const DeviceInfo& info) {
          info.subgroup_size <= info.max_workgroup_size[0];
 }
 
-// What `automatic` means: the device's default, or VKF_ATTENTION_PATH=tiled|rows (to compare
-// the paths inside a whole model, e.g. bench_train).
-AttentionPath automatic_path(AttentionPath device_default) {
-  static const AttentionPath env = [] {
-    const char* v = std::getenv("VKF_ATTENTION_PATH");
-    std::string s = v ? v : "";
-    if (s == "tiled") return AttentionPath::tiled;
-    if (s == "rows") return AttentionPath::rows;
-    if (!s.empty() && s != "automatic")
-      throw Error("VKF_ATTENTION_PATH must be tiled, rows or automatic, not '" + s + "'");
-    return AttentionPath::automatic;
-  }();
-  return env != AttentionPath::automatic ? env : device_default;
+// What `automatic` means: the device's default, or DeviceOptions::ops.attention_rows (the tools'
+// VKF_ATTENTION_PATH=tiled|rows, to compare the paths inside a whole model, e.g. bench_train).
+AttentionPath automatic_path(const Device& dev, AttentionPath device_default) {
+  const std::optional<bool>& rows = dev.options().ops.attention_rows;
+  if (!rows) return device_default;
+  return *rows ? AttentionPath::rows : AttentionPath::tiled;
 }
 
 AttentionTiles pick(Device& dev, AttentionKernel kernel, AttentionTiles forced,
                     const AttentionArgs& a) {
   const DeviceInfo& info = dev.info();
   AttentionTiles def = attention_default_tiles(info, kernel, a.d_k, a.d_v);
+  def.path = automatic_path(dev, def.path);
   AttentionTiles t{forced.workgroup ? forced.workgroup : def.workgroup,
                    forced.block_q ? forced.block_q : def.block_q,
                    forced.block_k ? forced.block_k : def.block_k,
-                   forced.path != AttentionPath::automatic ? forced.path : automatic_path(def.path),
+                   forced.path != AttentionPath::automatic ? forced.path : def.path,
                    forced.rows,
                    forced.unroll};
   if (t.path == AttentionPath::rows) {

@@ -33,8 +33,8 @@ struct AttentionLayout {
 //          (llvmpipe) a per-lane shared-memory access is a gather and a barrier a coroutine
 //          switch, so the tiled kernels run 25-90x slower there. Kernels:
 //          shaders/attention_rows_{forward,backward_q,backward_kv}.comp.
-//   automatic: rows on CPU devices (DeviceInfo::is_cpu()), tiled elsewhere; the environment
-//          variable VKF_ATTENTION_PATH=tiled|rows overrides that choice (not a forced one).
+//   automatic: rows on CPU devices (DeviceInfo::is_cpu()), tiled elsewhere;
+//          DeviceOptions::ops.attention_rows overrides that choice (not a forced one).
 enum class AttentionPath : uint32_t { automatic, tiled, rows };
 
 // Kernel configuration (specialization constants); 0 = the device's default. Tests force each.

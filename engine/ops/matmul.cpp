@@ -58,10 +58,10 @@ bool texel_view_fits(const BufferRef& buf, uint64_t elements, DType t, const Dev
          buf.size / texel_bytes(f) * texel_bytes(f) >= elements * dtype_bytes(t);
 }
 
-bool texel_views_wanted(const MatmulArgs& args, const DeviceInfo& info) {
+bool texel_views_wanted(const MatmulArgs& args, const Device& dev) {
   if (args.texel_views) return *args.texel_views;
-  if (const char* e = std::getenv("VKF_MATMUL_TEXEL"); e && *e) return std::string(e) != "0";
-  return info.is_cpu();
+  if (const auto& forced = dev.options().ops.matmul_texel_views) return *forced;
+  return dev.info().is_cpu();
 }
 
 constexpr const char* k_coopmat_shader = "matmul_coopmat";
@@ -195,7 +195,7 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
     throw Error(shape_of(args) +
                 ": texel views apply to the matmul kernel, not to configuration '" + cfg.name +
                 "'");
-  if (!cfg.coopmat && texel_views_wanted(args, info)) {
+  if (!cfg.coopmat && texel_views_wanted(args, dev)) {
     texel = texel_view_fits(args.a, span_elements(args.batch, sa, a_rows, a_cols, push.lda),
                             args.dtype, info) &&
             texel_view_fits(args.b, span_elements(args.batch, sb, b_rows, b_cols, push.ldb),

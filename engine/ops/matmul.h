@@ -48,8 +48,9 @@ struct MatmulArgs {
   // storage buffers. The views need A's and B's offsets aligned to
   // DeviceInfo::texel_buffer_alignment and their elements in whole 4-element texels.
   // nullopt: on CPU devices, where lavapipe gathers texels without the per-lane loop of its
-  // storage-buffer loads, wherever the views fit (else storage buffers); VKF_MATMUL_TEXEL=0 or 1
-  // overrides that default (benchmarks). true: texel views or an error. false: storage buffers.
+  // storage-buffer loads, wherever the views fit (else storage buffers);
+  // DeviceOptions::ops.matmul_texel_views overrides that default (the tools' VKF_MATMUL_TEXEL=0
+  // or 1, for benchmarks). true: texel views or an error. false: storage buffers.
   std::optional<bool> texel_views;
 };
 

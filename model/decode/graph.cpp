@@ -1,6 +1,7 @@
 #include "model/decode/graph.h"
 
 #include <cstring>
+#include <utility>
 
 #include "engine/error.h"
 #include "model/decode/decoder_step.h"
@@ -15,10 +16,14 @@ void put(const BufferRef& b, std::span<const int32_t> v) {
 
 }  // namespace
 
-DecodeGraph::DecodeGraph(Device& dev, const DeviceParams& params, const DecodeShape& shape,
-                         bool profile)
-    : dev_(dev), params_(params), state_(dev, params.config(), shape), profile_(profile) {
-  Recorder rec(dev, {.profile = profile});
+DecodeGraph::DecodeGraph(Device& dev, const DeviceWeights& params, const DecodeShape& shape,
+                         bool profile, bool timed)
+    : dev_(dev),
+      params_(params),
+      state_(dev, params.config(), shape),
+      profile_(profile),
+      timed_(timed) {
+  Recorder rec(dev, {.profile = profile, .timed = timed});
   record_encoder(Forward{dev, rec, params, source_of(state_.named()), BufferRef{}}, state_);
   encoder_.emplace(rec.finish());
 }
@@ -28,7 +33,7 @@ DecodeGraph::~DecodeGraph() = default;
 Sequence& DecodeGraph::step_sequence(int from, int to) {
   auto& seq = steps_[size_t(from)][size_t(to)];
   if (!seq) {
-    Recorder rec(dev_, {.profile = profile_});
+    Recorder rec(dev_, {.profile = profile_, .timed = timed_});
     record_decoder_step(Forward{dev_, rec, params_, source_of(state_.named()), BufferRef{}}, state_,
                         from, to);
     seq = std::make_unique<Sequence>(rec.finish());
@@ -36,7 +41,13 @@ Sequence& DecodeGraph::step_sequence(int from, int to) {
   return *seq;
 }
 
-void DecodeGraph::encode(std::span<const int32_t> src, std::span<const int32_t> src_len) {
+void DecodeGraph::wait() {
+  if (in_flight_ == nullptr) return;
+  Sequence* s = std::exchange(in_flight_, nullptr);
+  s->wait();
+}
+
+void DecodeGraph::submit_encode(std::span<const int32_t> src, std::span<const int32_t> src_len) {
   const DecodeShape& s = shape();
   if (src.size() != size_t{s.batch} * s.src_len || src_len.size() != s.batch)
     throw Error("DecodeGraph::encode: source does not match the shape [" + std::to_string(s.batch) +
@@ -45,14 +56,16 @@ void DecodeGraph::encode(std::span<const int32_t> src, std::span<const int32_t> 
     if (n < 1 || uint32_t(n) > s.src_len)
       throw Error("DecodeGraph::encode: source length " + std::to_string(n) + " not in 1.." +
                   std::to_string(s.src_len));
+  wait();  // the inputs below are read by the submission in flight
   put(state_.src(), src);
   put(state_.src_len(), src_len);
-  encoder_->run();
+  encoder_->submit();
+  in_flight_ = last_ = &*encoder_;
   next_t_ = 0;
 }
 
-void DecodeGraph::step(uint32_t t, std::span<const int32_t> tokens,
-                       std::span<const int32_t> origin) {
+void DecodeGraph::submit_step(uint32_t t, std::span<const int32_t> tokens,
+                              std::span<const int32_t> origin) {
   const DecodeShape& s = shape();
   const uint32_t R = s.rows();
   if (t != next_t_) throw Error("DecodeGraph::step: expected position " + std::to_string(next_t_));
@@ -63,6 +76,7 @@ void DecodeGraph::step(uint32_t t, std::span<const int32_t> tokens,
     throw Error("DecodeGraph::step: expected " + std::to_string(R) + " rows");
   bool reorder = false;
   for (uint32_t r = 0; r < origin.size(); ++r) reorder |= origin[r] != int32_t(r);
+  wait();  // the inputs below are read by the submission in flight
   put(state_.tokens(), tokens);
   auto* pos = reinterpret_cast<int32_t*>(state_.positions().mapped);
   auto* len = reinterpret_cast<int32_t*>(state_.self_len().mapped);
@@ -77,7 +91,8 @@ void DecodeGraph::step(uint32_t t, std::span<const int32_t> tokens,
     to = 1 - current_;
   }
   last_step_ = &step_sequence(current_, to);
-  last_step_->run();
+  last_step_->submit();
+  in_flight_ = last_ = last_step_;
   current_ = to;
   next_t_ = t + 1;
 }

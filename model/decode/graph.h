@@ -16,21 +16,42 @@ namespace vkf::model::decode {
 
 class DecodeGraph {
  public:
-  // profile: GPU timestamps around every dispatch (see last_step_timings()).
-  DecodeGraph(Device& dev, const DeviceParams& params, const DecodeShape& shape,
-              bool profile = false);
+  // profile: GPU timestamps around every dispatch (see last_step_timings()). timed: two
+  // timestamps per submission (last_gpu_milliseconds()).
+  DecodeGraph(Device& dev, const DeviceWeights& params, const DecodeShape& shape,
+              bool profile = false, bool timed = false);
   ~DecodeGraph();
 
   const DecodeShape& shape() const { return state_.shape(); }
 
   // src: [batch, src_len] ids (pieces + EOS, padded); src_len: [batch] non-pad lengths (>= 1).
   // Runs the encoder and the cross-attention K/V; the next step must be t = 0.
-  void encode(std::span<const int32_t> src, std::span<const int32_t> src_len);
+  void encode(std::span<const int32_t> src, std::span<const int32_t> src_len) {
+    submit_encode(src, src_len);
+    wait();
+  }
 
   // Decoder step at position t (t = 0 takes BOS): tokens[rows] are the inputs at t. origin[r]
   // (empty = r) is the row whose cached positions 0..t-1 row r continues (beam reordering).
   // Afterwards logp()/token() hold each row's best `candidates` next tokens, best first.
-  void step(uint32_t t, std::span<const int32_t> tokens, std::span<const int32_t> origin = {});
+  void step(uint32_t t, std::span<const int32_t> tokens, std::span<const int32_t> origin = {}) {
+    submit_step(t, tokens, origin);
+    wait();
+  }
+
+  // The same in halves, so that the host works while the device runs: submit, then poll
+  // ready() or wait(). logp()/token() are valid once the step's submission has finished. A
+  // submission waits for the one before it.
+  void submit_encode(std::span<const int32_t> src, std::span<const int32_t> src_len);
+  void submit_step(uint32_t t, std::span<const int32_t> tokens,
+                   std::span<const int32_t> origin = {});
+  bool ready() const { return in_flight_ == nullptr || in_flight_->ready(); }
+  void wait();
+  // GPU time of the last finished submission (timed or profiling graphs; else 0).
+  double last_gpu_milliseconds() const { return last_ ? last_->gpu_milliseconds() : 0.0; }
+  // Bytes of this shape's buffers: K/V caches and activations (device-local), inputs and
+  // outputs (host-visible).
+  uint64_t bytes() const { return state_.bytes(); }
 
   std::span<const float> logp() const;      // [rows, candidates]
   std::span<const uint32_t> token() const;  // [rows, candidates]
@@ -43,12 +64,15 @@ class DecodeGraph {
   Sequence& step_sequence(int from, int to);
 
   Device& dev_;
-  const DeviceParams& params_;
+  const DeviceWeights& params_;
   DecodeState state_;
   std::optional<Sequence> encoder_;
   std::array<std::array<std::unique_ptr<Sequence>, 2>, 2> steps_;  // [from][to]
   Sequence* last_step_ = nullptr;
+  Sequence* in_flight_ = nullptr;  // submitted, not yet waited for
+  Sequence* last_ = nullptr;       // the last submission, encoder or step
   bool profile_ = false;
+  bool timed_ = false;
   int current_ = 0;  // the cache copy holding the hypotheses
   uint32_t next_t_ = 0;
 };

@@ -10,6 +10,7 @@
 // beat the n-th best finished one: log-probabilities only fall as a hypothesis grows, so
 // log p / lp(max length) bounds every score it can reach.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -33,16 +34,44 @@ struct SearchParams {
   uint32_t nbest = 1;  // hypotheses returned per sentence, <= beam
 };
 
-// The graph must have been encoded. max_out[b] (<= shape.max_out) is sentence b's maximum
-// output length including EOS; sentences at b >= max_out.size() are padding and not searched.
-// Returns, per searched sentence, up to nbest hypotheses, best score first. Pad and BOS are
-// never generated.
+// A search over one encoded batch as a state machine the caller drives, one decoder step at a
+// time: step the graph at t() with tokens() and origin(), then advance() with its outputs,
+// until done(). beam_search() and greedy_search() below are that loop, run to the end;
+// model/decode/translation_job.h drives it across a host's frames.
+class Search {
+ public:
+  virtual ~Search() = default;
+  bool done() const { return active_ == 0; }
+  uint32_t t() const { return t_; }  // the position of the next decoder step
+  std::span<const int32_t> tokens() const { return tokens_; }
+  std::span<const int32_t> origin() const { return origin_; }  // empty: no reordering
+  // Takes the outputs of the step at t(): [rows, candidates] log-probabilities and token ids.
+  virtual void advance(std::span<const float> logp, std::span<const uint32_t> token) = 0;
+  // Per searched sentence, up to nbest hypotheses, best score first (once done()).
+  virtual std::vector<std::vector<Hypothesis>> take_results() = 0;
+
+ protected:
+  uint32_t t_ = 0;
+  uint32_t active_ = 0;
+  std::vector<int32_t> tokens_, origin_;
+};
+
+// max_out[b] (<= shape.max_out) is sentence b's maximum output length including EOS; sentences
+// at b >= max_out.size() are padding and not searched. Pad and BOS are never generated.
+// Throws vkf::Error for lengths or nbest out of range.
+std::unique_ptr<Search> make_beam_search(const DecodeShape& shape, const ModelConfig& config,
+                                         std::span<const uint32_t> max_out,
+                                         const SearchParams& params);
+// Beam 1 without the bookkeeping: the arg-max token each step until EOS or the maximum length.
+// Needs a shape with beam 1.
+std::unique_ptr<Search> make_greedy_search(const DecodeShape& shape, const ModelConfig& config,
+                                           std::span<const uint32_t> max_out, float alpha);
+
+// The graph must have been encoded. Returns, per searched sentence, up to nbest hypotheses,
+// best score first.
 std::vector<std::vector<Hypothesis>> beam_search(DecodeGraph& graph, const ModelConfig& config,
                                                  std::span<const uint32_t> max_out,
                                                  const SearchParams& params);
-
-// Beam 1 without the bookkeeping: the arg-max token each step until EOS or the maximum length.
-// Needs a graph with beam 1.
 std::vector<Hypothesis> greedy_search(DecodeGraph& graph, const ModelConfig& config,
                                       std::span<const uint32_t> max_out, float alpha);
 

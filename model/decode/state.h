@@ -27,6 +27,7 @@ class DecodeState {
 
   const DecodeShape& shape() const { return shape_; }
   ActivationPool& named() { return named_; }
+  uint64_t bytes() const { return named_.bytes(); }
 
   // Host-visible inputs, int32.
   BufferRef src() { return named_.host("in.src", uint64_t{shape_.batch} * shape_.src_len); }

@@ -11,6 +11,7 @@
 
 #include "model/decode/graph.h"
 #include "model/decode/search.h"
+#include "model/decode/translation_job.h"
 
 namespace vkf::model::decode {
 
@@ -21,6 +22,7 @@ struct TranslateOptions {
   int max_len_b = 50;        // capped by the model's max_len
   uint32_t nbest = 1;        // hypotheses per sentence, <= beam
   uint32_t batch_size = 32;  // sentences decoded at once (each takes `beam` rows)
+  bool timed = false;        // GPU timestamps per submission (TranslationJob reports GPU time)
 
   void validate() const;
 };
@@ -33,7 +35,7 @@ struct TranslateStats {
 
 class Translator {
  public:
-  Translator(Device& dev, const DeviceParams& params, const TranslateOptions& options);
+  Translator(Device& dev, const DeviceWeights& params, const TranslateOptions& options);
   ~Translator();
 
   // sources: pieces without EOS (it is appended; an empty source gives an empty result list).
@@ -41,6 +43,12 @@ class Translator {
   std::vector<std::vector<Hypothesis>> translate(
       const std::vector<std::vector<int32_t>>& sources,
       const std::function<void(uint64_t done)>& progress = {});
+  // The same as steps the host drives (model/decode/translation_job.h). One job at a time: a
+  // second start() before the first job is destroyed throws. The job must not outlive this.
+  TranslationJob start(const std::vector<std::vector<int32_t>>& sources,
+                       const std::function<void(uint64_t done)>& progress = {});
+  // Bytes of the recorded shapes' buffers (K/V caches, activations, inputs and outputs).
+  uint64_t cache_bytes() const;
 
   // Maximum output length (EOS included) for a source of `source_tokens` (EOS included).
   uint32_t max_output(uint32_t source_tokens) const;
@@ -50,14 +58,16 @@ class Translator {
   const TranslateOptions& options() const { return options_; }
 
  private:
+  friend class TranslationJob;
   DecodeGraph& graph(const DecodeShape& shape);
 
   Device& dev_;
-  const DeviceParams& params_;
+  const DeviceWeights& params_;
   ModelConfig config_;
   TranslateOptions options_;
   std::map<DecodeShape, std::unique_ptr<DecodeGraph>> graphs_;
   TranslateStats stats_;
+  bool job_open_ = false;
 };
 
 }  // namespace vkf::model::decode

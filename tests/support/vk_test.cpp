@@ -5,16 +5,18 @@
 #include <cstdlib>
 #include <random>
 
+#include "apps/tool_env/tool_env.h"
+
 namespace vkf::test {
 
 std::shared_ptr<Instance> instance() {
-  static std::shared_ptr<Instance> inst = std::make_shared<Instance>();
+  static std::shared_ptr<Instance> inst = std::make_shared<Instance>(tool::instance_options());
   return inst;
 }
 
 static DeviceOptions test_options(DeviceOptions o) {
   if (const char* sel = std::getenv("VKF_TEST_DEVICE")) o.selector = sel;
-  return o;
+  return tool::device_options(o);
 }
 
 Device& device() {
@@ -59,6 +61,6 @@ double tolerance_ratio(const std::vector<float>& got, const std::vector<double>&
 // instance exists, whichever test comes first. Commands the tests start inherit them.
 int main(int argc, char** argv) {
   setenv("VKF_CACHE_DIR", VKF_BINARY_DIR "/test-cache", 0);
-  vkf::configure_cpu_driver();
+  vkf::tool::configure_cpu_driver();
   return Catch::Session().run(argc, argv);
 }

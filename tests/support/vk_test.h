@@ -11,9 +11,10 @@
 
 namespace vkf::test {
 
-// Validation is on when VKF_VALIDATION=1 (ctest sets it).
+// Validation is on when VKF_VALIDATION=1 (ctest sets it; apps/tool_env/tool_env.h).
 std::shared_ptr<Instance> instance();
-// The device named by VKF_TEST_DEVICE (default: the best one), created once per process.
+// The device named by VKF_TEST_DEVICE (default: the best one), created once per process, with
+// the options the tools' environment variables give (apps/tool_env/tool_env.h).
 Device& device();
 // A new device on the same physical device (several logical devices on one physical device).
 std::unique_ptr<Device> new_device(const DeviceOptions& options = {});

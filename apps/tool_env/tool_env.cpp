@@ -1,0 +1,48 @@
+#include "apps/tool_env/tool_env.h"
+
+#include <cstdlib>
+
+#include "engine/error.h"
+
+namespace vkf::tool {
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+}  // namespace
+
+InstanceOptions instance_options(InstanceOptions base) {
+  const std::string v = env("VKF_VALIDATION");
+  if (!v.empty() && v != "0") base.validation = true;
+  return base;
+}
+
+std::string cache_dir() {
+  if (const char* d = std::getenv("VKF_CACHE_DIR")) return d;
+  if (const std::string x = env("XDG_CACHE_HOME"); !x.empty()) return x + "/vkformer";
+  if (const std::string home = env("HOME"); !home.empty()) return home + "/.cache/vkformer";
+  return "";
+}
+
+DeviceOptions device_options(DeviceOptions base) {
+  if (base.pipeline_cache_dir.empty()) base.pipeline_cache_dir = cache_dir();
+  if (const std::string t = env("VKF_MATMUL_TEXEL"); !t.empty()) {
+    if (t != "0" && t != "1") throw Error("VKF_MATMUL_TEXEL must be 0 or 1, not '" + t + "'");
+    base.ops.matmul_texel_views = t == "1";
+  }
+  if (const std::string p = env("VKF_ATTENTION_PATH"); !p.empty() && p != "automatic") {
+    if (p != "tiled" && p != "rows")
+      throw Error("VKF_ATTENTION_PATH must be tiled, rows or automatic, not '" + p + "'");
+    base.ops.attention_rows = p == "rows";
+  }
+  return base;
+}
+
+const CpuDriverSettings& configure_cpu_driver() {
+  return vkf::configure_cpu_driver(cache_dir());
+}
+
+}  // namespace vkf::tool

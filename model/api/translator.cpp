@@ -1,0 +1,110 @@
+#include "model/api/translator.h"
+
+#include "engine/error.h"
+#include "model/decode/translator.h"
+#include "model/device_weights.h"
+#include "model/loaded_model.h"
+
+namespace vkf {
+
+namespace {
+
+model::decode::TranslateOptions decode_options(const TranslatorOptions& o) {
+  model::decode::TranslateOptions d;
+  d.beam = o.beam;
+  d.alpha = o.alpha;
+  d.max_len_a = o.max_len_a;
+  d.max_len_b = o.max_len_b;
+  d.nbest = o.nbest;
+  d.batch_size = o.batch_size;
+  d.timed = o.timed;
+  return d;
+}
+
+}  // namespace
+
+void TranslatorOptions::validate() const {
+  decode_options(*this).validate();
+}
+
+struct Translator::Impl {
+  Impl(Device& dev, const std::string& path, const TranslatorOptions& options)
+      : device(dev),
+        model(model::load_model(path, options.vocab)),
+        weights(dev, model.checkpoint.config),
+        translator(dev, weights, decode_options(options)) {
+    weights.upload(model.checkpoint.params);
+    // The host copy is not needed once the weights are on the device.
+    std::vector<float>().swap(model.checkpoint.params);
+  }
+  Device& device;
+  model::LoadedModel model;
+  model::DeviceWeights weights;
+  model::decode::Translator translator;
+};
+
+struct TranslationSteps::Impl {
+  Impl(model::decode::Translator& translator, const model::Tokenizer& tok,
+       model::decode::PreparedLines p)
+      : tokenizer(tok), prepared(std::move(p)), job(translator.start(prepared.sources)) {}
+  const model::Tokenizer& tokenizer;
+  model::decode::PreparedLines prepared;
+  model::decode::TranslationJob job;
+};
+
+Translator::Translator(Device& device, const std::string& model, const TranslatorOptions& options)
+    : impl_((options.validate(), std::make_unique<Impl>(device, model, options))) {}
+
+Translator::~Translator() = default;
+
+std::vector<Translation> Translator::translate(const std::vector<std::string>& lines) {
+  return model::decode::translate_lines(impl_->translator, impl_->model.tokenizer, lines);
+}
+
+TranslationSteps Translator::start(const std::vector<std::string>& lines) {
+  auto prepared = model::decode::prepare_lines(impl_->translator, impl_->model.tokenizer, lines);
+  return TranslationSteps(std::make_unique<TranslationSteps::Impl>(
+      impl_->translator, impl_->model.tokenizer, std::move(prepared)));
+}
+
+Device& Translator::device() const {
+  return impl_->device;
+}
+const std::string& Translator::checkpoint() const {
+  return impl_->model.path;
+}
+uint64_t Translator::weight_bytes() const {
+  return impl_->weights.bytes();
+}
+uint64_t Translator::cache_bytes() const {
+  return impl_->translator.cache_bytes();
+}
+
+TranslationSteps::TranslationSteps(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TranslationSteps::TranslationSteps(TranslationSteps&&) noexcept = default;
+TranslationSteps::~TranslationSteps() = default;
+
+bool TranslationSteps::done() const {
+  return impl_->job.done();
+}
+bool TranslationSteps::step() {
+  return impl_->job.step();
+}
+bool TranslationSteps::poll() {
+  return impl_->job.poll();
+}
+bool TranslationSteps::run_for(std::chrono::duration<double> budget) {
+  return impl_->job.run_for(budget);
+}
+uint64_t TranslationSteps::sentences() const {
+  return impl_->job.sentences();
+}
+StepReport TranslationSteps::take_report() {
+  return impl_->job.take_report();
+}
+std::vector<Translation> TranslationSteps::results() {
+  auto found = impl_->job.take_results();
+  return model::decode::finish_lines(std::move(impl_->prepared), impl_->tokenizer, found);
+}
+
+}  // namespace vkf

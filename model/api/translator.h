@@ -1,0 +1,94 @@
+#pragma once
+// vkf::Translator: a trained checkpoint and its vocabulary on a device, translating text. The
+// inference API a host application embeds (CTranslate2's shape: a model path and a device, then
+// a batch of strings). The device is the host's own (Device::adopt) or one the engine created,
+// and must outlive the translator. Only the weights go to the device (no gradients, no optimizer
+// state), plus the decoder's buffers per recorded batch shape.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/device.h"
+#include "model/decode/text.h"
+#include "model/decode/translation_job.h"
+
+namespace vkf {
+
+struct TranslatorOptions {
+  uint32_t beam = 4;         // 1 = greedy
+  float alpha = 0.6f;        // length penalty ((5 + len) / 6)^alpha; 0 = raw log-probability
+  float max_len_a = 1.0f;    // maximum output length (EOS included) = a * source length + b,
+  int max_len_b = 50;        // capped by the model's positions
+  uint32_t nbest = 1;        // hypotheses per sentence, <= beam
+  uint32_t batch_size = 32;  // sentences decoded at once (each takes `beam` rows)
+  std::string vocab;         // SentencePiece model; "" = the one the checkpoint names, beside it
+  bool timed = false;        // GPU timestamps per step, for TranslationSteps' reports
+  // There is no precision option: the model runs in fp32 only (the fp16 kernels exist, the
+  // model does not use them yet).
+
+  // Throws vkf::Error for a value out of range.
+  void validate() const;
+};
+
+// One line's result: its n-best texts (best first, with length-normalised log-probabilities),
+// empty for an empty or invalid-UTF-8 line; `truncated` when it was longer than the model's
+// positions and only its start was translated.
+using Translation = model::decode::LineTranslation;
+using StepReport = model::decode::StepReport;
+
+// A translation the host drives across frames (Translator::start). step() runs one unit of
+// device work (a batch's encoder pass or one decoder step) to its end; poll() never blocks: it
+// collects a finished unit and submits the next, so the device works between the host's calls;
+// run_for() spends at most about a time budget (at least one unit). take_report() says what the
+// calls since the last report cost: host time inside them and, with TranslatorOptions::timed,
+// GPU time. The results equal Translator::translate's.
+class TranslationSteps {
+ public:
+  TranslationSteps(TranslationSteps&&) noexcept;
+  ~TranslationSteps();
+
+  bool done() const;
+  bool step();                                         // false once done
+  bool poll();                                         // true once done
+  bool run_for(std::chrono::duration<double> budget);  // true once done
+  uint64_t sentences() const;
+  StepReport take_report();
+  // Once done(): one Translation per input line, in input order.
+  std::vector<Translation> results();
+
+ private:
+  friend class Translator;
+  struct Impl;
+  explicit TranslationSteps(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+class Translator {
+ public:
+  // model: a checkpoint file, or a directory (its latest checkpoint). Throws vkf::Error when the
+  // checkpoint or its vocabulary is missing or unreadable, OutOfMemoryError when the weights do
+  // not fit the device (or its memory cap).
+  Translator(Device& device, const std::string& model, const TranslatorOptions& options = {});
+  ~Translator();
+  Translator(const Translator&) = delete;
+  Translator& operator=(const Translator&) = delete;
+
+  // One Translation per line, in order (blocking).
+  std::vector<Translation> translate(const std::vector<std::string>& lines);
+  // The same as steps the host drives. One at a time per translator; it must not outlive it.
+  TranslationSteps start(const std::vector<std::string>& lines);
+
+  Device& device() const;
+  const std::string& checkpoint() const;  // the file loaded
+  uint64_t weight_bytes() const;          // device memory of the weights
+  // Buffers of the batch shapes recorded so far (K/V caches, activations, inputs, outputs).
+  uint64_t cache_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vkf
