@@ -1,8 +1,10 @@
 #include "model/device_params.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "engine/error.h"
+#include "engine/ops/adam.h"
 #include "engine/recorder.h"
 
 namespace vkf::model {
@@ -101,6 +103,36 @@ std::vector<float> DeviceParams::download_m() const {
 
 std::vector<float> DeviceParams::download_v() const {
   return download_flat(&Chunk::v);
+}
+
+void DeviceParams::zero_grads() {
+  Recorder rec(dev_);
+  for (const Chunk& c : chunks_) rec.fill(c.grads, 0);
+  rec.finish().run();
+}
+
+bool DeviceParams::all_finite(bool moments) const {
+  // The gradient-norm reduction flags any NaN/Inf element (by its exponent bits) and a sum of
+  // squares that overflows: one pass over every buffer, on the device that holds them.
+  ops::GradNormArgs args;
+  for (const Chunk& c : chunks_) {
+    const auto n = static_cast<uint32_t>(c.floats);
+    args.grads.push_back({c.params.ref(), n});
+    if (moments) {
+      args.grads.push_back({c.m.ref(), n});
+      args.grads.push_back({c.v.ref(), n});
+    }
+  }
+  Buffer partials = dev_.allocate(ops::grad_norm_partials_bytes(args), "finite-check partials");
+  Buffer result = dev_.allocate(sizeof(ops::GradNormResult), "finite check", MemoryKind::host);
+  args.partials = partials;
+  args.out = result;
+  Recorder rec(dev_);
+  ops::grad_norm(dev_, rec, args);
+  rec.finish().run();
+  ops::GradNormResult r;
+  std::memcpy(&r, result.mapped(), sizeof r);
+  return r.nonfinite == 0;
 }
 
 void DeviceParams::zero_state() {

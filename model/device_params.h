@@ -38,6 +38,11 @@ class DeviceParams {
   std::vector<float> download_m() const;
   std::vector<float> download_v() const;
   void zero_state();  // gradients and Adam moments
+  void zero_grads();  // drops a partly accumulated step
+  // False when a parameter (with `moments`, also an Adam moment) is NaN or Inf, or so large
+  // that the sum of squares overflows fp32 (|w| around 1e19): one reduction on the device, used
+  // when a checkpoint is loaded, so corrupt weights are refused instead of translated.
+  bool all_finite(bool moments = false) const;
 
  private:
   BufferRef slice(Buffer Chunk::*which, const std::string& name) const;

@@ -20,13 +20,16 @@ std::vector<ScoredPair> score_corpus(Device& dev, const LoadedModel& model,
   const Tokenizer& tok = model.tokenizer;
   std::vector<ScoredPair> out;
   ExampleStore store;
-  ParallelTextReader reader(files);
+  ParallelTextReader reader(files, options.max_line_bytes);
   RawPair pair;
   std::vector<int32_t> src, tgt;
   while (reader.next(pair)) {
     ScoredPair& s = out.emplace_back();
     s.logprob = std::numeric_limits<double>::quiet_NaN();
-    if (!pair.well_formed) {
+    if (pair.too_long) {
+      s.error =
+          "longer than " + std::to_string(options.max_line_bytes) + " bytes (--max-line-bytes)";
+    } else if (!pair.well_formed) {
       s.error = "not a TSV pair (source<TAB>target)";
     } else if (!is_valid_utf8(pair.source) || !is_valid_utf8(pair.target)) {
       s.error = "invalid UTF-8";
@@ -48,6 +51,10 @@ std::vector<ScoredPair> score_corpus(Device& dev, const LoadedModel& model,
   Batcher batcher(store, tok.ids(), bo);
   DeviceParams params(dev, c);
   params.upload(model.checkpoint.params);
+  if (!params.all_finite())
+    throw Error(model.path +
+                " holds NaN, Inf or absurdly large weights: a corrupt file or a "
+                "diverged run; score an earlier checkpoint");
   Buffer scalars = dev.allocate(sizeof(StepScalars), "step scalars", MemoryKind::host);
   *reinterpret_cast<StepScalars*>(scalars.mapped()) = StepScalars{};
   auto pool = std::make_shared<ActivationPool>(dev);
@@ -65,8 +72,14 @@ std::vector<ScoredPair> score_corpus(Device& dev, const LoadedModel& model,
     StepResult r = g->run();
     for (int row = 0; row < b.batch_size; ++row) {
       ScoredPair& s = out[size_t(store.line(b.examples[size_t(row)]) - 1)];
-      s.logprob = r.row_logprob[size_t(row)];
-      s.tokens = b.tgt_lengths[size_t(row)];
+      const double lp = r.row_logprob[size_t(row)];
+      if (std::isfinite(lp)) {
+        s.logprob = lp;
+        s.tokens = b.tgt_lengths[size_t(row)];
+      } else {
+        // design.md promises a number a line; a NaN or -inf is reported like an unscorable pair.
+        s.error = "the model gave a log-probability of " + std::to_string(lp);
+      }
     }
   }
   return out;

@@ -13,7 +13,8 @@
 namespace vkf::model {
 
 struct ScoreOptions {
-  int64_t max_tokens = 4096;  // per side per batch, padding included
+  int64_t max_tokens = 4096;                           // per side per batch, padding included
+  uint64_t max_line_bytes = k_default_max_line_bytes;  // longer lines are not scored
 };
 
 struct ScoredPair {
@@ -23,7 +24,8 @@ struct ScoredPair {
 };
 
 // One entry per input line pair, in input order. Never throws for a bad line (it gets an error
-// message); throws vkf::Error for missing files or files of different lengths.
+// message, as does a pair whose log-probability comes out NaN or infinite); throws vkf::Error
+// for missing files, files of different lengths, and weights that are not all finite.
 std::vector<ScoredPair> score_corpus(Device& dev, const LoadedModel& model,
                                      const CorpusFiles& files, const ScoreOptions& options = {});
 
