@@ -28,7 +28,8 @@ namespace {
 struct TranslateArgs {
   std::string model, vocab, input, output, device;
   model::decode::TranslateOptions options;
-  uint32_t chunk = 2000;  // lines read, sorted and translated together
+  uint32_t chunk = 2000;                  // lines read, sorted and translated together
+  size_t chunk_bytes = size_t(64) << 20;  // and at most about this many bytes of them
   uint64_t max_line_bytes = model::k_default_max_line_bytes;
 };
 
@@ -50,10 +51,15 @@ class LineSource {
     reader_ = from_file_ ? std::make_unique<model::LineReader>(path, options)
                          : std::make_unique<model::LineReader>(std::cin, "<stdin>", options);
   }
-  bool read(std::vector<std::string>& lines, size_t max) {
+  // At most `max` lines and about `max_bytes` (2000 lines of up to 1 MiB each would be 2 GB).
+  bool read(std::vector<std::string>& lines, size_t max, size_t max_bytes) {
     lines.clear();
+    size_t bytes = 0;
     std::string_view line;
-    while (lines.size() < max && reader_->next(line)) lines.emplace_back(line);
+    while (lines.size() < max && bytes < max_bytes && reader_->next(line)) {
+      lines.emplace_back(line);
+      bytes += line.size();
+    }
     return !lines.empty();
   }
   bool from_file() const { return from_file_; }
@@ -98,7 +104,7 @@ int run(const TranslateArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> lines;
   uint64_t first_line = 1, invalid = 0;
-  while (source.read(lines, args.chunk)) {
+  while (source.read(lines, args.chunk, args.chunk_bytes)) {
     const uint64_t base = first_line;
     auto results = model::decode::translate_lines(
         translator, m.tokenizer, lines,
@@ -148,6 +154,11 @@ int run(const TranslateArgs& args) {
       throw Error("writing the translations to " + out_name + " failed" +
                   (errno ? std::string(": ") + std::strerror(errno) : std::string()));
     first_line += lines.size();
+  }
+  if (file_out.is_open()) {
+    file_out.close();
+    if (!file_out)
+      throw Error("closing " + args.output + " failed: the translations are incomplete");
   }
   if (report) {
     const double s =
