@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 
 #include "engine/error.h"
 
@@ -11,14 +10,7 @@ namespace vkf::model {
 std::vector<std::string> last_checkpoints(const std::string& dir, size_t n) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir)) throw Error(dir + " is not a directory");
-  static const std::regex pattern(R"(checkpoint-(\d+)\.safetensors)");
-  std::vector<std::pair<uint64_t, std::string>> found;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    std::smatch m;
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, m, pattern)) found.emplace_back(std::stoull(m[1]), entry.path());
-  }
-  std::sort(found.begin(), found.end());
+  const auto found = list_checkpoints(dir);
   if (found.size() < n)
     throw Error(dir + " holds " + std::to_string(found.size()) + " checkpoints, fewer than the " +
                 std::to_string(n) + " asked for");
@@ -29,11 +21,21 @@ std::vector<std::string> last_checkpoints(const std::string& dir, size_t n) {
 
 Checkpoint average_checkpoints(const std::vector<std::string>& paths) {
   if (paths.empty()) throw Error("nothing to average");
-  Checkpoint first = load_checkpoint(paths[0]);
-  std::vector<double> sum(first.params.begin(), first.params.end());
-  uint64_t step = first.step;
-  for (size_t i = 1; i < paths.size(); ++i) {
+  Checkpoint first;
+  std::vector<double> sum;
+  uint64_t step = 0;
+  for (size_t i = 0; i < paths.size(); ++i) {
     Checkpoint ck = load_checkpoint(paths[i]);
+    // A NaN or Inf in one input would silently spread into every average that includes it.
+    if (auto where = first_nonfinite(ParamLayout(ck.config), ck.params))
+      throw Error(paths[i] + " holds a non-finite value (" + *where +
+                  "): refusing to average a corrupt or diverged checkpoint");
+    if (i == 0) {
+      sum.assign(ck.params.begin(), ck.params.end());
+      step = ck.step;
+      first = std::move(ck);
+      continue;
+    }
     require_compatible(first.config, ck.config, paths[i]);
     if (ck.config.tokenizer_sha256 != first.config.tokenizer_sha256)
       throw Error(paths[i] + " records another vocabulary than " + paths[0]);

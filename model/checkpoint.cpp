@@ -1,11 +1,10 @@
 #include "model/checkpoint.h"
 
-#include <unistd.h>
-
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -13,127 +12,6 @@
 
 namespace vkf::model {
 namespace fs = std::filesystem;
-
-void write_safetensors(const std::string& path, const std::map<std::string, std::string>& metadata,
-                       const std::vector<TensorRecord>& tensors) {
-  nlohmann::json header = nlohmann::json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  uint64_t offset = 0;
-  for (const auto& t : tensors) {
-    uint64_t n = 1;
-    for (auto d : t.shape) n *= static_cast<uint64_t>(d);
-    header[t.name] = {
-        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + n * 4}}};
-    offset += n * 4;
-  }
-  std::string text = header.dump();
-  while ((text.size() + 8) % 8 != 0) text += ' ';  // keeps the tensor data 8-byte aligned
-  uint64_t header_size = text.size();
-
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
-    out.write(reinterpret_cast<const char*>(&header_size), 8);  // little-endian hosts only
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& t : tensors) {
-      uint64_t n = 1;
-      for (auto d : t.shape) n *= static_cast<uint64_t>(d);
-      out.write(reinterpret_cast<const char*>(t.data), static_cast<std::streamsize>(n * 4));
-    }
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw Error("writing " + tmp + " failed (disk full?)");
-    }
-  }
-  // Flush to disk before the rename makes it the checkpoint.
-  if (FILE* f = std::fopen(tmp.c_str(), "rb")) {
-    ::fsync(fileno(f));
-    std::fclose(f);
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp);
-    throw Error("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  }
-}
-
-SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open checkpoint " + path + ": " + std::strerror(errno));
-  bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  auto bad = [&](const std::string& why) {
-    return Error(path + " is not a valid safetensors checkpoint: " + why);
-  };
-  if (bytes_.size() < 8) throw bad("file is only " + std::to_string(bytes_.size()) + " bytes");
-  uint64_t header_size = 0;
-  std::memcpy(&header_size, bytes_.data(), 8);
-  if (header_size < 2 || header_size > bytes_.size() - 8)
-    throw bad("header size " + std::to_string(header_size) + " does not fit a file of " +
-              std::to_string(bytes_.size()) + " bytes (truncated or another format)");
-  data_start_ = 8 + header_size;
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(bytes_.begin() + 8, bytes_.begin() + 8 + header_size);
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("header is not JSON (") + e.what() + ")");
-  }
-  if (!header.is_object()) throw bad("header is not a JSON object");
-  const uint64_t data_bytes = bytes_.size() - data_start_;
-  for (auto& [key, value] : header.items()) {
-    if (key == "__metadata__") {
-      if (!value.is_object()) throw bad("__metadata__ is not an object");
-      for (auto& [mk, mv] : value.items()) {
-        if (!mv.is_string()) throw bad("metadata '" + mk + "' is not a string");
-        metadata_[mk] = mv.get<std::string>();
-      }
-      continue;
-    }
-    try {
-      Entry e;
-      if (value.at("dtype").get<std::string>() != "F32")
-        throw bad("tensor " + key + " has dtype " + value.at("dtype").get<std::string>() +
-                  "; vkformer reads F32");
-      e.shape = value.at("shape").get<std::vector<int64_t>>();
-      auto offs = value.at("data_offsets").get<std::vector<uint64_t>>();
-      if (offs.size() != 2 || offs[0] > offs[1]) throw bad("tensor " + key + ": bad data_offsets");
-      e.begin = offs[0];
-      e.end = offs[1];
-      uint64_t n = 1;
-      for (auto d : e.shape) {
-        if (d < 0) throw bad("tensor " + key + ": negative dimension");
-        n *= static_cast<uint64_t>(d);
-      }
-      if (e.end - e.begin != n * 4) throw bad("tensor " + key + ": size does not match its shape");
-      if (e.end > data_bytes)
-        throw bad("tensor " + key + " ends at byte " + std::to_string(e.end) +
-                  " but the file has " + std::to_string(data_bytes) + " data bytes (truncated)");
-      tensors_[key] = std::move(e);
-    } catch (const nlohmann::json::exception& ex) {
-      throw bad("tensor " + key + ": " + ex.what());
-    }
-  }
-}
-
-const std::vector<int64_t>& SafetensorsFile::shape(const std::string& name) const {
-  auto it = tensors_.find(name);
-  if (it == tensors_.end()) throw Error(path_ + " has no tensor " + name);
-  return it->second.shape;
-}
-
-const float* SafetensorsFile::data(const std::string& name) const {
-  auto it = tensors_.find(name);
-  if (it == tensors_.end()) throw Error(path_ + " has no tensor " + name);
-  return reinterpret_cast<const float*>(bytes_.data() + data_start_ + it->second.begin);
-}
-
-std::vector<std::string> SafetensorsFile::names() const {
-  std::vector<std::string> out;
-  for (const auto& [k, v] : tensors_) out.push_back(k);
-  return out;
-}
 
 void save_checkpoint(const std::string& path, const ModelConfig& config, const ParamLayout& layout,
                      const std::vector<float>& flat, uint64_t step) {
@@ -150,29 +28,65 @@ void save_checkpoint(const std::string& path, const ModelConfig& config, const P
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
-  SafetensorsFile file(path);
+  return checkpoint_from(SafetensorsFile(path));
+}
+
+Checkpoint checkpoint_from(const SafetensorsFile& file) {
+  const std::string& path = file.path();
   auto it = file.metadata().find("config");
   if (it == file.metadata().end())
     throw Error(path + " has no `config` metadata: not a vkformer checkpoint");
   Checkpoint ck;
   try {
     ck.config = ModelConfig::from_json(nlohmann::json::parse(it->second));
+    ck.config.validate();
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": config metadata is not JSON: " + e.what());
+    throw Error(path + ": the config metadata is not JSON: " + e.what());
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
   }
-  ck.config.validate();
-  if (auto s = file.metadata().find("step"); s != file.metadata().end())
-    ck.step = std::stoull(s->second);
-  ParamLayout layout(ck.config);
-  ck.params.assign(layout.total_floats(), 0.0f);
+  if (auto s = file.metadata().find("step"); s != file.metadata().end()) {
+    const auto step = parse_decimal_u64(s->second);
+    if (!step)
+      throw Error(path + ": metadata `step` is '" + s->second +
+                  "', not a non-negative whole number");
+    ck.step = *step;
+  }
+  // Names and shapes first, allocation after: the tensors' sizes are checked against the file's
+  // length, so once they match the config, the config cannot claim more than the file holds.
+  const ParamLayout layout(ck.config);
   for (const auto& p : layout.params()) {
     if (!file.contains(p.name))
       throw Error(path + " lacks tensor " + p.name + " that its config implies");
     if (file.shape(p.name) != p.shape)
-      throw Error(path + ": tensor " + p.name + " has the wrong shape for its config");
-    std::memcpy(ck.params.data() + p.offset, file.data(p.name), static_cast<size_t>(p.numel()) * 4);
+      throw Error(path + ": tensor " + p.name + " has shape " +
+                  nlohmann::json(file.shape(p.name)).dump() + " but its config implies " +
+                  nlohmann::json(p.shape).dump());
   }
+  for (const auto& name : file.names())
+    if (!layout.contains(name))
+      throw Error(path + " holds tensor " + name + ", which its config (" +
+                  std::to_string(ck.config.encoder_layers) + " encoder and " +
+                  std::to_string(ck.config.decoder_layers) + " decoder layers" +
+                  (ck.config.learned_positions ? ", learned positions" : "") +
+                  ") does not have: the config and the tensors disagree");
+  ck.params.assign(layout.total_floats(), 0.0f);
+  for (const auto& p : layout.params()) file.copy(p.name, ck.params.data() + p.offset);
   return ck;
+}
+
+std::string params_checksum(const ParamLayout& layout, const std::vector<float>& flat) {
+  if (flat.size() != layout.total_floats())
+    throw Error("params_checksum: " + std::to_string(flat.size()) + " floats for a layout of " +
+                std::to_string(layout.total_floats()));
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& p : layout.params()) {
+    const auto* b = reinterpret_cast<const unsigned char*>(flat.data() + p.offset);
+    for (uint64_t i = 0; i < uint64_t(p.numel()) * 4; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
 }
 
 void require_compatible(const ModelConfig& want, const ModelConfig& got, const std::string& what) {
@@ -199,25 +113,43 @@ std::string checkpoint_name(uint64_t step) {
   return "checkpoint-" + std::to_string(step) + ".safetensors";
 }
 
-std::string resolve_checkpoint(const std::string& file_or_dir) {
-  if (!fs::exists(file_or_dir)) throw Error("model " + file_or_dir + " does not exist");
-  if (!fs::is_directory(file_or_dir)) return file_or_dir;
-  static const std::regex pattern(R"(checkpoint-(\d+)\.safetensors)");
-  std::string best;
-  uint64_t best_step = 0;
-  for (const auto& entry : fs::directory_iterator(file_or_dir)) {
-    std::smatch m;
-    std::string name = entry.path().filename().string();
-    if (std::regex_match(name, m, pattern)) {
-      uint64_t step = std::stoull(m[1]);
-      if (best.empty() || step > best_step) {
-        best = entry.path().string();
-        best_step = step;
-      }
+std::optional<std::string> first_nonfinite(const ParamLayout& layout,
+                                           const std::vector<float>& flat) {
+  for (const auto& p : layout.params())
+    for (int64_t i = 0; i < p.numel(); ++i) {
+      const float v = flat[p.offset + uint64_t(i)];
+      if (!std::isfinite(v))
+        return "tensor " + p.name + ", element " + std::to_string(i) + " is " +
+               (std::isnan(v) ? "NaN"
+                : v > 0       ? "+Inf"
+                              : "-Inf");
     }
+  return std::nullopt;
+}
+
+std::vector<std::pair<uint64_t, std::string>> list_checkpoints(const std::string& dir) {
+  static const std::regex pattern(R"(checkpoint-(\d+)\.safetensors)");
+  std::vector<std::pair<uint64_t, std::string>> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, m, pattern)) continue;
+    // A step past 2^64 cannot be ours: not a checkpoint name (std::stoull would throw "stoull").
+    if (auto step = parse_decimal_u64(m[1].str())) out.emplace_back(*step, entry.path().string());
   }
-  if (best.empty()) throw Error("no checkpoint-<step>.safetensors in " + file_or_dir);
-  return best;
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string resolve_checkpoint(const std::string& file_or_dir) {
+  std::error_code ec;
+  if (!fs::exists(file_or_dir, ec)) throw Error("model " + file_or_dir + " does not exist");
+  if (!fs::is_directory(file_or_dir, ec)) return file_or_dir;
+  const auto all = list_checkpoints(file_or_dir);
+  if (all.empty()) throw Error("no checkpoint-<step>.safetensors in " + file_or_dir);
+  return all.back().second;
 }
 
 }  // namespace vkf::model

@@ -3,45 +3,16 @@
 // raw little-endian tensors. `__metadata__` holds `config` (JSON string) and `step`. Files are
 // written to a temporary name and renamed, so a crash never leaves half a checkpoint.
 #include <cstdint>
-#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/config.h"
 #include "model/params.h"
+#include "model/safetensors.h"
 
 namespace vkf::model {
-
-struct TensorRecord {
-  std::string name;
-  std::vector<int64_t> shape;
-  const float* data = nullptr;  // numel floats
-};
-
-void write_safetensors(const std::string& path, const std::map<std::string, std::string>& metadata,
-                       const std::vector<TensorRecord>& tensors);
-
-// A whole safetensors file read and validated (offsets, sizes, dtypes); F32 tensors only.
-class SafetensorsFile {
- public:
-  explicit SafetensorsFile(const std::string& path);
-  const std::map<std::string, std::string>& metadata() const { return metadata_; }
-  bool contains(const std::string& name) const { return tensors_.count(name) != 0; }
-  const std::vector<int64_t>& shape(const std::string& name) const;
-  const float* data(const std::string& name) const;
-  std::vector<std::string> names() const;
-
- private:
-  struct Entry {
-    std::vector<int64_t> shape;
-    uint64_t begin = 0, end = 0;
-  };
-  std::string path_;
-  std::string bytes_;
-  uint64_t data_start_ = 0;
-  std::map<std::string, std::string> metadata_;
-  std::map<std::string, Entry> tensors_;
-};
 
 struct Checkpoint {
   ModelConfig config;
@@ -51,7 +22,14 @@ struct Checkpoint {
 
 void save_checkpoint(const std::string& path, const ModelConfig& config, const ParamLayout& layout,
                      const std::vector<float>& flat, uint64_t step);
+// Throws vkf::Error naming the file and what is wrong: not safetensors (see safetensors.h), no
+// or a bad config, a bad step, a tensor the config does not imply or one it lacks, a wrong
+// shape. The config and tensors are checked against each other before any parameter memory is
+// reserved, so a lying header cannot make it allocate more than the file holds. Whether the
+// weights are finite is checked where they reach a device (DeviceParams::count_nonfinite).
 Checkpoint load_checkpoint(const std::string& path);
+// The same, from a file already read (`file.path()` names it in messages).
+Checkpoint checkpoint_from(const SafetensorsFile& file);
 
 // Throws a clear Error when `got` (from a checkpoint) differs from `want` in architecture or
 // vocabulary.
@@ -59,6 +37,19 @@ void require_compatible(const ModelConfig& want, const ModelConfig& got, const s
 
 // A checkpoint file, or a directory meaning its latest checkpoint (highest step).
 std::string resolve_checkpoint(const std::string& file_or_dir);
+// The checkpoint-<step>.safetensors files in `dir` as (step, path), by step; empty when `dir` is
+// not a directory.
+std::vector<std::pair<uint64_t, std::string>> list_checkpoints(const std::string& dir);
 std::string checkpoint_name(uint64_t step);  // "checkpoint-<step>.safetensors"
+
+// FNV-1a (64 bits) of the tensors' bytes in layout order, padding excluded, as 16 hex digits:
+// the optimizer state records it to name the checkpoint it belongs to.
+std::string params_checksum(const ParamLayout& layout, const std::vector<float>& flat);
+
+// "tensor <name>, element <i> is nan" for the first NaN or Inf among the tensors (padding
+// excluded), or nothing when all are finite. A host pass, for files that never reach a device
+// (`vkf average`).
+std::optional<std::string> first_nonfinite(const ParamLayout& layout,
+                                           const std::vector<float>& flat);
 
 }  // namespace vkf::model

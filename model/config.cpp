@@ -1,5 +1,8 @@
 #include "model/config.h"
 
+#include <cmath>
+#include <cstdint>
+
 #include "engine/error.h"
 
 namespace vkf::model {
@@ -8,19 +11,30 @@ void ModelConfig::validate() const {
   auto need = [](bool ok, const std::string& what) {
     if (!ok) throw Error("invalid model config: " + what);
   };
-  need(d_model > 0, "d_model must be positive");
-  need(d_ff > 0, "d_ff must be positive");
-  need(heads > 0, "heads must be positive");
+  auto in = [&](int v, int lo, int hi, const char* key) {
+    need(v >= lo && v <= hi, std::string(key) + " must be in [" + std::to_string(lo) + ", " +
+                                 std::to_string(hi) + "], got " + std::to_string(v));
+  };
+  // Upper bounds far above any model in the literature (the paper's big model: d_model 1024,
+  // d_ff 4096, 16 heads, 6 layers, 37k pieces) that keep every size a checkpoint's header can
+  // claim within what int64 shape arithmetic and one device allocation can hold.
+  in(d_model, 1, k_max_width, "d_model");
+  in(d_ff, 1, k_max_ff, "d_ff");
+  in(heads, 1, k_max_heads, "heads");
   need(d_k != 0 || d_model % heads == 0, "d_model must be divisible by heads (or set d_k/d_v)");
-  need(head_dim_k() > 0 && head_dim_v() > 0, "d_k and d_v must be positive");
-  need(encoder_layers >= 1 && decoder_layers >= 1,
-       "encoder_layers and decoder_layers must be >= 1");
-  need(vocab_size > 4, "vocab_size must exceed the 4 special tokens");
-  need(max_len > 1, "max_len must be > 1");
+  in(head_dim_k(), 1, k_max_width, "d_k");
+  in(head_dim_v(), 1, k_max_width, "d_v");
+  in(encoder_layers, 1, k_max_layers, "encoder_layers");
+  in(decoder_layers, 1, k_max_layers, "decoder_layers");
+  in(vocab_size, 5, k_max_vocab, "vocab_size");
+  in(max_len, 2, k_max_positions, "max_len");
+  for (auto [id, key] : {std::pair{pad_id, "pad_id"}, std::pair{unk_id, "unk_id"},
+                         std::pair{bos_id, "bos_id"}, std::pair{eos_id, "eos_id"}})
+    in(id, 0, vocab_size - 1, key);
   need(dropout >= 0 && dropout < 1, "dropout must be in [0, 1)");
   need(attention_dropout >= 0 && attention_dropout < 1, "attention_dropout must be in [0, 1)");
   need(label_smoothing >= 0 && label_smoothing < 1, "label_smoothing must be in [0, 1)");
-  need(layer_norm_eps > 0, "layer_norm_eps must be positive");
+  need(layer_norm_eps > 0 && layer_norm_eps <= 1, "layer_norm_eps must be in (0, 1]");
 }
 
 nlohmann::json ModelConfig::to_json() const {
@@ -47,34 +61,58 @@ nlohmann::json ModelConfig::to_json() const {
 }
 
 ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
+  if (!j.is_object())
+    throw Error(std::string("model config: expected a JSON object, got ") + j.type_name());
   ModelConfig c;
-  auto get = [&](const char* key, auto& field) {
-    if (j.contains(key)) j.at(key).get_to(field);
+  auto bad = [](const char* key, const std::string& want, const nlohmann::json& v) {
+    return Error(std::string("model config: ") + key + " must be " + want + ", got " + v.dump());
   };
-  try {
-    get("d_model", c.d_model);
-    get("d_ff", c.d_ff);
-    get("heads", c.heads);
-    get("d_k", c.d_k);
-    get("d_v", c.d_v);
-    get("encoder_layers", c.encoder_layers);
-    get("decoder_layers", c.decoder_layers);
-    get("vocab_size", c.vocab_size);
-    get("max_len", c.max_len);
-    get("dropout", c.dropout);
-    get("attention_dropout", c.attention_dropout);
-    get("label_smoothing", c.label_smoothing);
-    get("layer_norm_eps", c.layer_norm_eps);
-    get("learned_positions", c.learned_positions);
-    get("pad_id", c.pad_id);
-    get("unk_id", c.unk_id);
-    get("bos_id", c.bos_id);
-    get("eos_id", c.eos_id);
-    get("tokenizer", c.tokenizer);
-    get("tokenizer_sha256", c.tokenizer_sha256);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("model config: ") + e.what());
-  }
+  // Strict types: nlohmann's get<int>() would take 64.5 as 64 and 4294967301 as 5.
+  auto get_int = [&](const char* key, int& field) {
+    if (!j.contains(key)) return;
+    const auto& v = j.at(key);
+    if (!v.is_number_integer()) throw bad(key, "a whole number", v);
+    if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(INT32_MAX)
+                               : v.get<int64_t>() < INT32_MIN)
+      throw bad(key, "a 32-bit integer", v);
+    field = int(v.get<int64_t>());
+  };
+  auto get_float = [&](const char* key, float& field) {
+    if (!j.contains(key)) return;
+    const auto& v = j.at(key);
+    if (!v.is_number() || !std::isfinite(v.get<double>())) throw bad(key, "a finite number", v);
+    field = v.get<float>();
+  };
+  auto get_bool = [&](const char* key, bool& field) {
+    if (!j.contains(key)) return;
+    if (!j.at(key).is_boolean()) throw bad(key, "true or false", j.at(key));
+    field = j.at(key).get<bool>();
+  };
+  auto get_string = [&](const char* key, std::string& field) {
+    if (!j.contains(key)) return;
+    if (!j.at(key).is_string()) throw bad(key, "a string", j.at(key));
+    field = j.at(key).get<std::string>();
+  };
+  get_int("d_model", c.d_model);
+  get_int("d_ff", c.d_ff);
+  get_int("heads", c.heads);
+  get_int("d_k", c.d_k);
+  get_int("d_v", c.d_v);
+  get_int("encoder_layers", c.encoder_layers);
+  get_int("decoder_layers", c.decoder_layers);
+  get_int("vocab_size", c.vocab_size);
+  get_int("max_len", c.max_len);
+  get_float("dropout", c.dropout);
+  get_float("attention_dropout", c.attention_dropout);
+  get_float("label_smoothing", c.label_smoothing);
+  get_float("layer_norm_eps", c.layer_norm_eps);
+  get_bool("learned_positions", c.learned_positions);
+  get_int("pad_id", c.pad_id);
+  get_int("unk_id", c.unk_id);
+  get_int("bos_id", c.bos_id);
+  get_int("eos_id", c.eos_id);
+  get_string("tokenizer", c.tokenizer);
+  get_string("tokenizer_sha256", c.tokenizer_sha256);
   return c;
 }
 

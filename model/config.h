@@ -7,6 +7,14 @@
 
 namespace vkf::model {
 
+// Bounds ModelConfig::validate enforces (see there).
+constexpr int k_max_width = 1 << 16;  // d_model, d_k, d_v
+constexpr int k_max_ff = 1 << 20;     // d_ff
+constexpr int k_max_heads = 1024;
+constexpr int k_max_layers = 1024;        // per stack
+constexpr int k_max_vocab = 1 << 24;      // vocab_size
+constexpr int k_max_positions = 1 << 16;  // max_len
+
 struct ModelConfig {
   int d_model = 512;
   int d_ff = 2048;

@@ -1,6 +1,7 @@
 #include "model/device_params.h"
 
 #include "engine/error.h"
+#include "engine/ops/adam.h"
 #include "engine/recorder.h"
 
 namespace vkf::model {
@@ -56,6 +57,25 @@ std::vector<float> DeviceParams::download_m() const {
 
 std::vector<float> DeviceParams::download_v() const {
   return download_flat(&Chunk::v);
+}
+
+void DeviceParams::zero_grads() {
+  Recorder rec(dev_);
+  for (const Chunk& c : chunks_) rec.fill(c.grads, 0);
+  rec.finish().run();
+}
+
+bool DeviceParams::all_finite(bool moments) const {
+  std::vector<ops::GradSpan> spans;
+  for (const Chunk& c : chunks_) {
+    const auto n = static_cast<uint32_t>(c.floats);
+    spans.push_back({c.params, n});
+    if (moments) {
+      spans.push_back({c.m.ref(), n});
+      spans.push_back({c.v.ref(), n});
+    }
+  }
+  return spans_finite(std::move(spans));
 }
 
 void DeviceParams::zero_state() {

@@ -33,6 +33,9 @@ class DeviceParams : public DeviceWeights {
   std::vector<float> download_m() const;
   std::vector<float> download_v() const;
   void zero_state();  // gradients and Adam moments
+  void zero_grads();  // drops a partly accumulated step
+  // DeviceWeights::all_finite, with `moments` also over Adam's moments (checked on --resume).
+  bool all_finite(bool moments = false) const;
 
  private:
   void upload_flat(Buffer Chunk::*which, const std::vector<float>& flat, const char* what);

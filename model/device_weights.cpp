@@ -1,8 +1,10 @@
 #include "model/device_weights.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "engine/error.h"
+#include "engine/recorder.h"
 
 namespace vkf::model {
 
@@ -78,6 +80,38 @@ void DeviceWeights::upload(const std::vector<float>& flat) {
   check_flat(flat, "parameter");
   for (const Chunk& c : weights_)
     dev_.upload(c.params.ref().slice(0, c.floats * 4), flat.data() + c.first, c.floats * 4);
+}
+
+void DeviceWeights::upload_checked(const std::vector<float>& flat, const std::string& source) {
+  upload(flat);
+  if (!all_finite())
+    throw Error(source +
+                " holds NaN, Inf or absurdly large weights: a corrupt file or a diverged run, "
+                "whose outputs would be garbage; use an earlier checkpoint");
+}
+
+bool DeviceWeights::all_finite() const {
+  std::vector<ops::GradSpan> spans;
+  for (const Chunk& c : weights_)
+    spans.push_back({c.params.ref(), static_cast<uint32_t>(c.floats)});
+  return spans_finite(std::move(spans));
+}
+
+bool DeviceWeights::spans_finite(std::vector<ops::GradSpan> spans) const {
+  // The gradient-norm reduction flags any NaN/Inf element (by its exponent bits) and a sum of
+  // squares that overflows: one pass over every buffer, on the device that holds them.
+  ops::GradNormArgs args;
+  args.grads = std::move(spans);
+  Buffer partials = dev_.allocate(ops::grad_norm_partials_bytes(args), "finite-check partials");
+  Buffer result = dev_.allocate(sizeof(ops::GradNormResult), "finite check", MemoryKind::host);
+  args.partials = partials;
+  args.out = result;
+  Recorder rec(dev_);
+  ops::grad_norm(dev_, rec, args);
+  rec.finish().run();
+  ops::GradNormResult r;
+  std::memcpy(&r, result.mapped(), sizeof r);
+  return r.nonfinite == 0;
 }
 
 std::vector<float> DeviceWeights::download() const {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/device.h"
+#include "engine/ops/adam.h"
 #include "model/config.h"
 #include "model/params.h"
 
@@ -38,12 +39,21 @@ class DeviceWeights {
   uint64_t bytes() const;
 
   void upload(const std::vector<float>& flat);
+  // upload(), then refuse (vkf::Error naming `source`) weights that are NaN, Inf or so large that
+  // their sum of squares overflows fp32 (|w| around 1e19): a corrupt file or a diverged run,
+  // whose translations and scores would be garbage. Every checkpoint loaded for inference
+  // comes through here.
+  void upload_checked(const std::vector<float>& flat, const std::string& source);
   std::vector<float> download() const;
+  // False when a weight is NaN, Inf or absurdly large (above): one reduction on the device.
+  bool all_finite() const;
 
  protected:
   // The chunk holding flat offset `offset`.
   size_t chunk_of(uint64_t offset) const;
   void check_flat(const std::vector<float>& flat, const char* what) const;
+  // True when no element of these buffers is NaN or Inf and their sum of squares is finite.
+  bool spans_finite(std::vector<ops::GradSpan> spans) const;
 
   Device& dev_;
   ModelConfig config_;

@@ -32,11 +32,14 @@ PairScorer::PairScorer(Device& dev, const DeviceWeights& weights, const Tokenize
 PairScorer::~PairScorer() = default;
 
 void PairScorer::add(Pending& p, std::string_view source, std::string_view target, bool well_formed,
-                     int64_t line) {
+                     int64_t line, bool too_long) {
   const ModelConfig& c = weights_.config();
   ScoredPair& s = p.out.emplace_back();
   s.logprob = std::numeric_limits<double>::quiet_NaN();
-  if (!well_formed) {
+  if (too_long) {
+    s.error =
+        "longer than " + std::to_string(options_.max_line_bytes) + " bytes (--max-line-bytes)";
+  } else if (!well_formed) {
     s.error = "not a TSV pair (source<TAB>target)";
   } else if (!is_valid_utf8(source) || !is_valid_utf8(target)) {
     s.error = "invalid UTF-8";
@@ -56,15 +59,17 @@ std::vector<ScoredPair> PairScorer::score(const std::vector<std::string>& source
     throw Error("score: " + std::to_string(sources.size()) + " sources but " +
                 std::to_string(targets.size()) + " targets");
   Pending p;
-  for (size_t i = 0; i < sources.size(); ++i) add(p, sources[i], targets[i], true, int64_t(i) + 1);
+  for (size_t i = 0; i < sources.size(); ++i)
+    add(p, sources[i], targets[i], true, int64_t(i) + 1, false);
   return run(p);
 }
 
 std::vector<ScoredPair> PairScorer::score(const CorpusFiles& files) {
   Pending p;
-  ParallelTextReader reader(files);
+  ParallelTextReader reader(files, options_.max_line_bytes);
   RawPair pair;
-  while (reader.next(pair)) add(p, pair.source, pair.target, pair.well_formed, pair.line);
+  while (reader.next(pair))
+    add(p, pair.source, pair.target, pair.well_formed, pair.line, pair.too_long);
   return run(p);
 }
 
@@ -89,8 +94,15 @@ std::vector<ScoredPair> PairScorer::run(Pending& p) {
     StepResult r = g->run();
     for (int row = 0; row < b.batch_size; ++row) {
       ScoredPair& s = p.out[size_t(p.store.line(b.examples[size_t(row)]) - 1)];
-      s.logprob = r.row_logprob[size_t(row)];
-      s.tokens = b.tgt_lengths[size_t(row)];
+      const double lp = r.row_logprob[size_t(row)];
+      if (std::isfinite(lp)) {
+        s.logprob = lp;
+        s.tokens = b.tgt_lengths[size_t(row)];
+      } else {
+        // docs/design.md promises a number a line; a NaN or -inf is reported like an unscorable
+        // pair.
+        s.error = "the model gave a log-probability of " + std::to_string(lp);
+      }
     }
   }
   return std::move(p.out);
@@ -99,7 +111,7 @@ std::vector<ScoredPair> PairScorer::run(Pending& p) {
 std::vector<ScoredPair> score_corpus(Device& dev, const LoadedModel& model,
                                      const CorpusFiles& files, const ScoreOptions& options) {
   DeviceWeights weights(dev, model.checkpoint.config);
-  weights.upload(model.checkpoint.params);
+  weights.upload_checked(model.checkpoint.params, model.path);
   PairScorer scorer(dev, weights, model.tokenizer, options);
   return scorer.score(files);
 }

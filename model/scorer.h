@@ -19,7 +19,8 @@
 namespace vkf::model {
 
 struct ScoreOptions {
-  int64_t max_tokens = 4096;  // per side per batch, padding included
+  int64_t max_tokens = 4096;                           // per side per batch, padding included
+  uint64_t max_line_bytes = k_default_max_line_bytes;  // longer lines are not scored
 };
 
 struct ScoredPair {
@@ -50,7 +51,7 @@ class PairScorer {
  private:
   struct Pending;
   void add(Pending& p, std::string_view source, std::string_view target, bool well_formed,
-           int64_t line);
+           int64_t line, bool too_long);
   std::vector<ScoredPair> run(Pending& p);
 
   Device& dev_;
@@ -63,7 +64,8 @@ class PairScorer {
 };
 
 // One entry per input line pair, in input order. Never throws for a bad line (it gets an error
-// message); throws vkf::Error for missing files or files of different lengths.
+// message, as does a pair whose log-probability comes out NaN or infinite); throws vkf::Error
+// for missing files, files of different lengths, and weights that are not all finite.
 std::vector<ScoredPair> score_corpus(Device& dev, const LoadedModel& model,
                                      const CorpusFiles& files, const ScoreOptions& options = {});
 

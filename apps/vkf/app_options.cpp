@@ -1,19 +1,29 @@
 #include "apps/vkf/app_options.h"
 
-#include <csignal>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <regex>
 
 #include "apps/tool_env/tool_env.h"
 #include "engine/error.h"
 #include "engine/instance.h"
+#include "model/data/line_reader.h"
 
 namespace vkf::app {
 
 double parse_duration(const std::string& text) {
   static const std::regex pattern(R"((?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?)");
   std::smatch m;
-  if (text.empty() || !std::regex_match(text, m, pattern))
+  if (text.empty() || text.size() > 40 || !std::regex_match(text, m, pattern))
     throw Error("'" + text + "' is not a duration (examples: 90, 90s, 15m, 2h, 1h30m)");
   double seconds = 0;
   if (m[1].matched) seconds += 3600.0 * std::stod(m[1]);
@@ -22,22 +32,124 @@ double parse_duration(const std::string& text) {
   return seconds;
 }
 
+namespace {
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+CLI::Validator int_range(int64_t lo, int64_t hi) {
+  const std::string range = hi == k_no_limit
+                                ? ">= " + std::to_string(lo)
+                                : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        int64_t v = 0;
+        const char* end = text.data() + text.size();
+        auto [ptr, err] = std::from_chars(text.data(), end, v);
+        if (err == std::errc() && ptr == end && v >= lo && v <= hi) return {};
+        return "must be a whole number " + range + ", got '" + text + "'";
+      },
+      "INT " + range);
+}
+
+CLI::Validator real_range(double lo, double hi, Bound lo_bound, Bound hi_bound) {
+  std::string range;
+  if (std::isinf(hi))
+    range = (lo_bound == Bound::open ? "> " : ">= ") + number_text(lo);
+  else
+    range = "in " + std::string(lo_bound == Bound::open ? "(" : "[") + number_text(lo) + ", " +
+            number_text(hi) + (hi_bound == Bound::open ? ")" : "]");
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool parsed = !text.empty() && end == text.c_str() + text.size() && errno == 0;
+        const bool above = lo_bound == Bound::open ? v > lo : v >= lo;
+        const bool below = hi_bound == Bound::open ? v < hi : v <= hi;
+        if (parsed && std::isfinite(v) && above && below) return {};
+        return "must be a number " + range + ", got '" + text + "'";
+      },
+      "NUMBER " + range);
+}
+
+void add_max_line_bytes(CLI::App& sub, uint64_t& value) {
+  sub.add_option("--max-line-bytes", value,
+                 "Longer input lines are reported and skipped (never read into memory)")
+      ->check(int_range(1, int64_t(1) << 31))
+      ->capture_default_str();
+}
+
 std::unique_ptr<Device> open_device(const std::string& selector) {
   auto instance = std::make_shared<Instance>(tool::instance_options());
   return Device::create(instance, tool::device_options({.selector = selector}));
 }
 
 namespace {
+
 std::atomic<bool> g_stop{false};
-extern "C" void on_stop_signal(int) {
-  if (g_stop.exchange(true)) std::_Exit(130);  // second signal: leave now
+std::atomic<int64_t> g_first_signal_ns{0};
+// GNU timeout sends its signal to the child and then to its whole process group, so the child
+// gets it twice within microseconds; a person pressing Ctrl-C twice takes longer than this.
+constexpr int64_t k_same_request_ns = 2'000'000'000;
+
+int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
+
+void say(const char* text) {
+  (void)!::write(STDERR_FILENO, text, std::strlen(text));
+}
+
+extern "C" void on_stop_signal(int) {
+  const int saved_errno = errno;
+  const int64_t now = monotonic_ns() | 1;  // never 0, which means "no signal yet"
+  int64_t first = 0;
+  // Whoever sets the first time owns the request; handlers on two threads cannot both win.
+  if (g_first_signal_ns.compare_exchange_strong(first, now)) {
+    g_stop.store(true);
+    say("\nvkf: stop requested: finishing the current micro-batch, then writing a checkpoint "
+        "(signal again to leave at once without one)\n");
+  } else if (now - first >= k_same_request_ns) {
+    say("vkf: second stop request: leaving now, without a checkpoint of this step\n");
+    std::_Exit(130);
+  }
+  errno = saved_errno;
+}
+
 }  // namespace
 
 const std::atomic<bool>& install_stop_handler() {
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  // Both signals blocked while either handler runs; SA_RESTART so a signal does not fail the
+  // read or write it interrupts.
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, SIGINT);
+  sigaddset(&sa.sa_mask, SIGTERM);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   return g_stop;
+}
+
+void finish_standard_output() {
+  errno = 0;
+  std::cout.flush();
+  const bool stream_failed = !std::cout;
+  const int flush_failed = std::fflush(stdout);
+  const int err = errno;
+  if (stream_failed || flush_failed != 0 || std::ferror(stdout))
+    throw Error(std::string("writing to standard output failed") +
+                (err ? std::string(": ") + std::strerror(err) : std::string()) +
+                "; the output is incomplete");
 }
 
 }  // namespace vkf::app

@@ -1,7 +1,10 @@
 #pragma once
-// Small pieces several subcommands share: durations on the command line, opening the device,
-// and turning Ctrl-C into a request to stop cleanly.
+// Small pieces several subcommands share: durations and numeric ranges on the command line,
+// opening the device, and turning Ctrl-C into a request to stop cleanly.
+#include <CLI/CLI.hpp>
 #include <atomic>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -12,11 +15,30 @@ namespace vkf::app {
 // "90", "90s", "15m", "2h", "1h30m" -> seconds. Throws vkf::Error on anything else.
 double parse_duration(const std::string& text);
 
+// Validators for numeric flags, run on the text before CLI11 converts it (CLI11 would wrap "-1"
+// into an unsigned flag's largest value). The text must be a whole number (int_range) or a
+// finite number (real_range) inside the range, which the message gives:
+// "--lr: must be a number in (0, 100], got '-1'".
+constexpr int64_t k_no_limit = std::numeric_limits<int64_t>::max();
+CLI::Validator int_range(int64_t lo, int64_t hi = k_no_limit);
+enum class Bound { closed, open };
+CLI::Validator real_range(double lo, double hi, Bound lo_bound = Bound::closed,
+                          Bound hi_bound = Bound::closed);
+
+// --max-line-bytes, for every command that reads text.
+void add_max_line_bytes(CLI::App& sub, uint64_t& value);
+
 // The device the selector names ("" = the best one), with its own instance.
 std::unique_ptr<Device> open_device(const std::string& selector);
 
-// The first SIGINT/SIGTERM sets the flag (the run finishes its step and writes a checkpoint);
-// a second one ends the process at once.
+// SIGINT/SIGTERM set the flag (the run stops before its next micro-batch and writes a
+// checkpoint). Signals within two seconds of the first are the same request: `timeout` and
+// process-group kills deliver one signal twice. A signal after that ends the process at once
+// (exit status 130), saying so.
 const std::atomic<bool>& install_stop_handler();
+
+// Flushes standard output and throws vkf::Error when anything written to it was lost (a full
+// disk, a closed pipe reader, /dev/full). main() calls it after every command.
+void finish_standard_output();
 
 }  // namespace vkf::app

@@ -4,6 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
 #include "model/eval/bleu.h"
 #include "model/eval/chrf.h"
@@ -48,12 +49,15 @@ struct BleuArgs {
   std::vector<std::string> reference_paths;
   bool chrf = false;
   bool json = false;
+  uint64_t max_line_bytes = model::k_default_max_line_bytes;
 };
 
 int run(const BleuArgs& args) {
-  const std::vector<std::string> hyps = eval::read_text_file(args.hypothesis_path);
+  const std::vector<std::string> hyps =
+      eval::read_text_file(args.hypothesis_path, args.max_line_bytes);
   std::vector<std::vector<std::string>> refs;
-  for (const std::string& path : args.reference_paths) refs.push_back(eval::read_text_file(path));
+  for (const std::string& path : args.reference_paths)
+    refs.push_back(eval::read_text_file(path, args.max_line_bytes));
   const size_t num_refs = refs.size();
   const eval::BleuScore bleu = eval::corpus_bleu(hyps, refs);
   if (args.json) {
@@ -77,6 +81,7 @@ std::function<int()> setup(CLI::App& sub) {
       ->required();
   sub.add_flag("--chrf", args->chrf, "Also print chrF2 (sacreBLEU defaults)");
   sub.add_flag("--json", args->json, "Machine-readable output");
+  add_max_line_bytes(sub, args->max_line_bytes);
   return [args] { return run(*args); };
 }
 

@@ -51,7 +51,9 @@ RegisterCommand reg(
       sub.add_option("--vocab", a->vocab,
                      "SentencePiece model (default: the one beside the checkpoint)");
       sub.add_option("--max-tokens", a->options.max_tokens, "Tokens a side per batch")
+          ->check(int_range(1))
           ->capture_default_str();
+      add_max_line_bytes(sub, a->options.max_line_bytes);
       sub.add_option("--device", a->device, "Device: index, vendor or name part");
       return [a]() { return run_score(*a); };
     });

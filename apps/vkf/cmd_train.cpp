@@ -1,5 +1,6 @@
 // vkf train: trains a Transformer on a parallel corpus (model/train/trainer.h does the work).
 // Model knobs come from --preset, then --config FILE, then the individual flags.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include "engine/error.h"
 #include "engine/exchange/process_group.h"
 #include "model/data/tokenizer.h"
+#include "model/train/output_lock.h"
 #include "model/train/trainer.h"
 
 namespace vkf::app {
@@ -98,7 +100,21 @@ int run_train(TrainArgs& a) {
   o.balance = o.balance_after > 0;
   o.validate();
 
+  // Under mpirun every process runs this; rank 0 writes --out.
+  std::unique_ptr<ProcessGroup> group = mpi_process_group();
+  // The lock and the checks on --out come before anything is written there (a vocabulary
+  // trained into it included); the trainer keeps the lock for the run.
+  std::optional<model::OutputLock> lock;
+  if (!group || group->rank() == 0) lock.emplace(o.out_dir);
+  o.held_lock = lock ? &*lock : nullptr;
+  model::check_output_dir(o);
+
   if (!std::filesystem::exists(o.vocab)) {
+    if (o.resume)
+      throw Error("--resume: --vocab " + o.vocab +
+                  " does not exist; a resumed run needs the vocabulary it was trained with (a "
+                  "copy is in " +
+                  o.out_dir + ")");
     if (o.train.is_tsv())
       throw Error("--vocab " + o.vocab +
                   " does not exist; train one first with `vkf vocab` (a TSV corpus cannot be "
@@ -118,7 +134,6 @@ int run_train(TrainArgs& a) {
                                      : model::TrainerOptions::Exchange::overlapped;
   // Data parallel: --devices lists one replica per entry (repeats make several logical devices
   // on one physical device); under mpirun each process takes the entry of its rank.
-  std::unique_ptr<ProcessGroup> group = mpi_process_group();
   std::vector<std::string> selectors =
       a.devices.empty() ? std::vector<std::string>{a.device} : a.devices;
   if (group) {
@@ -129,14 +144,18 @@ int run_train(TrainArgs& a) {
     o.group = group.get();
     if (group->rank() != 0) o.progress = nullptr;
   }
+  o.stop_requested = &install_stop_handler();
   std::vector<std::unique_ptr<Device>> devices;
   std::vector<Device*> replicas;
   for (const auto& sel : selectors) {
     devices.push_back(open_device(sel));
     replicas.push_back(devices.back().get());
   }
-  o.stop_requested = &install_stop_handler();
   model::TrainSummary s = model::train(replicas, o);
+  if (s.interrupted && s.last_checkpoint.empty()) {
+    std::fprintf(stderr, "stopped by signal before the first step: nothing to resume from\n");
+    return 130;
+  }
   if (s.interrupted)
     std::fprintf(stderr, "stopped by signal at step %llu; resume with --resume\n",
                  static_cast<unsigned long long>(s.steps));
@@ -158,12 +177,16 @@ RegisterCommand reg("train", "Train a Transformer on a parallel corpus", [](CLI:
   sub.add_option("--vocab", o.vocab, "SentencePiece model (trained on the train sets if missing)")
       ->required();
   sub.add_option("--vocab-size", a->vocab_size, "Pieces when the vocabulary is trained here")
+      ->check(int_range(5, model::k_max_vocab))
       ->capture_default_str();
   sub.add_option("--out", o.out_dir, "Directory for checkpoints and train.jsonl")->required();
-  sub.add_option("--max-steps", o.max_steps, "Stop after this many optimizer steps");
-  sub.add_option("--max-epochs", o.max_epochs, "Stop after this many epochs");
+  sub.add_option("--max-steps", o.max_steps, "Stop after this many optimizer steps")
+      ->check(int_range(1));
+  sub.add_option("--max-epochs", o.max_epochs, "Stop after this many epochs")->check(int_range(1));
   sub.add_option("--max-time", a->max_time, "Stop after this long (90s, 15m, 2h, 1h30m)");
-  sub.add_option("--seed", o.seed, "Initialisation, shuffling and dropout")->capture_default_str();
+  sub.add_option("--seed", o.seed, "Initialisation, shuffling and dropout")
+      ->check(int_range(0))
+      ->capture_default_str();
   sub.add_option("--device", a->device, "Device: index, vendor, type or name part");
   sub.add_option("--devices", a->devices,
                  "Data-parallel replicas, one per device (e.g. 0,1; repeats allowed)")
@@ -171,35 +194,49 @@ RegisterCommand reg("train", "Train a Transformer on a parallel corpus", [](CLI:
   sub.add_flag("--resume", o.resume, "Continue the run in --out from its latest checkpoint");
   sub.add_option("--balance-after", o.balance_after,
                  "Steps with equal shares before shares follow each device's speed (0: never)")
+      ->check(int_range(0))
       ->capture_default_str();
   sub.add_option("--exchange", a->exchange,
                  "Gradient exchange between replicas: overlapped (with the backward) or after")
       ->check(CLI::IsMember({"overlapped", "after"}))
       ->capture_default_str();
 
-  auto* model = sub.add_option_group("model", "Model (Table 3 of the paper)");
-  model->add_option("--d-model", a->d_model, "Model width");
-  model->add_option("--d-ff", a->d_ff, "Feed-forward inner width");
-  model->add_option("--heads", a->heads, "Attention heads");
-  model->add_option("--d-k", a->d_k, "Per-head key/query size (default d_model/heads)");
-  model->add_option("--d-v", a->d_v, "Per-head value size (default d_model/heads)");
-  model->add_option("--layers", a->layers, "Encoder and decoder layers");
-  model->add_option("--encoder-layers", a->encoder_layers, "Encoder layers");
-  model->add_option("--decoder-layers", a->decoder_layers, "Decoder layers");
-  model->add_option("--dropout", a->dropout, "Residual and embedding dropout");
-  model->add_option("--attention-dropout", a->attention_dropout, "Dropout on attention weights");
-  model->add_option("--label-smoothing", a->label_smoothing, "Label smoothing");
-  model->add_flag("--learned-positions", a->learned_positions,
-                  "Learned instead of sinusoidal positions");
-  model->add_option("--max-positions", a->max_positions, "Positions the model supports (max_len)");
+  auto* arch = sub.add_option_group("model", "Model (Table 3 of the paper)");
+  arch->add_option("--d-model", a->d_model, "Model width")->check(int_range(1, model::k_max_width));
+  arch->add_option("--d-ff", a->d_ff, "Feed-forward inner width")
+      ->check(int_range(1, model::k_max_ff));
+  arch->add_option("--heads", a->heads, "Attention heads")->check(int_range(1, model::k_max_heads));
+  arch->add_option("--d-k", a->d_k, "Per-head key/query size (default d_model/heads)")
+      ->check(int_range(1, model::k_max_width));
+  arch->add_option("--d-v", a->d_v, "Per-head value size (default d_model/heads)")
+      ->check(int_range(1, model::k_max_width));
+  arch->add_option("--layers", a->layers, "Encoder and decoder layers")
+      ->check(int_range(1, model::k_max_layers));
+  arch->add_option("--encoder-layers", a->encoder_layers, "Encoder layers")
+      ->check(int_range(1, model::k_max_layers));
+  arch->add_option("--decoder-layers", a->decoder_layers, "Decoder layers")
+      ->check(int_range(1, model::k_max_layers));
+  arch->add_option("--dropout", a->dropout, "Residual and embedding dropout")
+      ->check(real_range(0, 1, Bound::closed, Bound::open));
+  arch->add_option("--attention-dropout", a->attention_dropout, "Dropout on attention weights")
+      ->check(real_range(0, 1, Bound::closed, Bound::open));
+  arch->add_option("--label-smoothing", a->label_smoothing, "Label smoothing")
+      ->check(real_range(0, 1, Bound::closed, Bound::open));
+  arch->add_flag("--learned-positions", a->learned_positions,
+                 "Learned instead of sinusoidal positions");
+  arch->add_option("--max-positions", a->max_positions, "Positions the model supports (max_len)")
+      ->check(int_range(2, model::k_max_positions));
 
   auto* data = sub.add_option_group("data", "Batching");
   data->add_option("--max-tokens", o.batching.max_tokens,
                    "Tokens a side per micro-batch, padding included (the paper: 25000)")
+      ->check(int_range(1))
       ->capture_default_str();
   data->add_option("--accumulate", o.accumulate, "Micro-batches summed into one step")
+      ->check(int_range(1, 1000000))
       ->capture_default_str();
   data->add_option("--max-len", o.max_sequence_len, "Longer pairs (in pieces) are skipped")
+      ->check(int_range(2, model::k_max_positions))
       ->capture_default_str();
 
   auto* optim = sub.add_option_group("optimizer", "Optimizer (Adam with the paper's schedule)");
@@ -207,24 +244,37 @@ RegisterCommand reg("train", "Train a Transformer on a parallel corpus", [](CLI:
       ->add_option("--lr", o.adam.lr,
                    "noam: factor on d_model^-0.5 * min(step^-0.5, step * warmup^-1.5); "
                    "constant: the rate")
+      ->check(real_range(0, 100, Bound::open))
       ->capture_default_str();
   optim->add_option("--lr-schedule", a->schedule, "noam or constant")->capture_default_str();
-  optim->add_option("--warmup-steps", o.adam.warmup_steps, "Warm-up steps")->capture_default_str();
-  optim->add_option("--clip-norm", o.adam.max_grad_norm, "Clip the gradient norm (0: off)")
+  optim->add_option("--warmup-steps", o.adam.warmup_steps, "Warm-up steps")
+      ->check(int_range(1, 1000000000))
       ->capture_default_str();
-  optim->add_option("--beta2", o.adam.beta2, "Adam beta2")->capture_default_str();
+  optim->add_option("--clip-norm", o.adam.max_grad_norm, "Clip the gradient norm (0: off)")
+      ->check(real_range(0, INFINITY))
+      ->capture_default_str();
+  optim->add_option("--beta2", o.adam.beta2, "Adam beta2")
+      ->check(real_range(0, 1, Bound::closed, Bound::open))
+      ->capture_default_str();
 
   auto* out = sub.add_option_group("output", "Logging and checkpoints");
   out->add_option("--log-every", o.log_every, "Steps between progress lines")
+      ->check(int_range(1))
       ->capture_default_str();
   out->add_option("--valid-every", o.valid_every, "Steps between validations (0: at the end)")
+      ->check(int_range(0))
       ->capture_default_str();
-  out->add_option("--save-every", o.save_every, "Steps between checkpoints")->capture_default_str();
+  out->add_option("--save-every", o.save_every, "Steps between checkpoints")
+      ->check(int_range(0))
+      ->capture_default_str();
   out->add_option("--save-every-minutes", o.save_every_minutes, "Minutes between checkpoints")
+      ->check(real_range(0, 1e6))
       ->capture_default_str();
   out->add_option("--keep-checkpoints", o.keep_checkpoints, "Checkpoints kept")
+      ->check(int_range(1, 1000000))
       ->capture_default_str();
   out->add_flag("--quiet", a->quiet, "No progress output");
+  add_max_line_bytes(sub, o.max_line_bytes);
   return [a]() { return run_train(*a); };
 });
 

@@ -3,9 +3,11 @@
 // a TSV of line number, rank, score and text. The work is in model/decode/.
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "apps/tool_env/tool_env.h"
+#include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
 #include "engine/engine.h"
 #include "model/data/line_reader.h"
@@ -26,33 +29,47 @@ namespace {
 struct TranslateArgs {
   std::string model, vocab, input, output, device;
   model::decode::TranslateOptions options;
-  uint32_t chunk = 2000;  // lines read, sorted and translated together
+  uint32_t chunk = 2000;                  // lines read, sorted and translated together
+  size_t chunk_bytes = size_t(64) << 20;  // and at most about this many bytes of them
+  uint64_t max_line_bytes = model::k_default_max_line_bytes;
 };
 
-// Lines of a file or of stdin, `max` at a time.
+// Lines of a file or of stdin, `max` at a time. A line over --max-line-bytes is reported as
+// soon as it passes the cap and comes back empty (so it gets an empty output line, as an
+// invalid UTF-8 line does); its bytes are never held.
 class LineSource {
  public:
-  explicit LineSource(const std::string& path) {
-    if (!path.empty() && path != "-") reader_ = std::make_unique<model::LineReader>(path);
+  LineSource(const std::string& path, uint64_t max_line_bytes) {
+    model::LineReaderOptions options{.max_line_bytes = max_line_bytes};
+    options.on_too_long = [this, max_line_bytes](int64_t line) {
+      ++too_long_;
+      std::fprintf(stderr,
+                   "vkf translate: line %lld is longer than %llu bytes (--max-line-bytes); "
+                   "skipping to its end and writing an empty line\n",
+                   static_cast<long long>(line), static_cast<unsigned long long>(max_line_bytes));
+    };
+    from_file_ = !path.empty() && path != "-";
+    reader_ = from_file_ ? std::make_unique<model::LineReader>(path, options)
+                         : std::make_unique<model::LineReader>(std::cin, "<stdin>", options);
   }
-  bool read(std::vector<std::string>& lines, size_t max) {
+  // At most `max` lines and about `max_bytes` (2000 lines of up to 1 MiB each would be 2 GB).
+  bool read(std::vector<std::string>& lines, size_t max, size_t max_bytes) {
     lines.clear();
-    if (reader_) {
-      std::string_view line;
-      while (lines.size() < max && reader_->next(line)) lines.emplace_back(line);
-    } else {
-      std::string line;
-      while (lines.size() < max && std::getline(std::cin, line)) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        lines.push_back(std::move(line));
-      }
+    size_t bytes = 0;
+    std::string_view line;
+    while (lines.size() < max && bytes < max_bytes && reader_->next(line)) {
+      lines.emplace_back(line);
+      bytes += line.size();
     }
     return !lines.empty();
   }
-  bool from_file() const { return reader_ != nullptr; }
+  bool from_file() const { return from_file_; }
+  uint64_t too_long() const { return too_long_; }
 
  private:
   std::unique_ptr<model::LineReader> reader_;
+  bool from_file_ = false;
+  uint64_t too_long_ = 0;
 };
 
 int run(const TranslateArgs& args) {
@@ -61,7 +78,7 @@ int run(const TranslateArgs& args) {
   auto instance = std::make_shared<Instance>(tool::instance_options());
   auto dev = Device::create(instance, tool::device_options({.selector = args.device}));
   model::DeviceWeights params(*dev, m.checkpoint.config);  // weights only: no training state
-  params.upload(m.checkpoint.params);
+  params.upload_checked(m.checkpoint.params, m.path);
   model::decode::Translator translator(*dev, params, args.options);
 
   std::ofstream file_out;
@@ -70,7 +87,8 @@ int run(const TranslateArgs& args) {
     if (!file_out) throw Error("cannot write " + args.output);
   }
   std::ostream& out = file_out.is_open() ? file_out : std::cout;
-  LineSource source(args.input);
+  const std::string out_name = file_out.is_open() ? args.output : "standard output";
+  LineSource source(args.input, args.max_line_bytes);
   const bool report = source.from_file();
   // On a terminal the progress line rewrites itself; in a log it is a line every few seconds.
   const bool terminal = isatty(fileno(stderr)) != 0;
@@ -83,7 +101,7 @@ int run(const TranslateArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> lines;
   uint64_t first_line = 1, invalid = 0;
-  while (source.read(lines, args.chunk)) {
+  while (source.read(lines, args.chunk, args.chunk_bytes)) {
     const uint64_t base = first_line;
     auto results = model::decode::translate_lines(
         translator, m.tokenizer, lines,
@@ -128,20 +146,29 @@ int run(const TranslateArgs& args) {
       }
     }
     out.flush();
+    // Stop at the first lost write (a full disk), not after translating the rest for nothing.
+    if (!out)
+      throw Error("writing the translations to " + out_name + " failed" +
+                  (errno ? std::string(": ") + std::strerror(errno) : std::string()));
     first_line += lines.size();
   }
-  if (!out) throw Error("writing the translations failed");
+  if (file_out.is_open()) {
+    file_out.close();
+    if (!file_out)
+      throw Error("closing " + args.output + " failed: the translations are incomplete");
+  }
   if (report) {
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto& st = translator.stats();
     if (terminal) std::fprintf(stderr, "\r\033[K");  // clear the progress line
     std::fprintf(stderr,
-                 "vkf translate: %llu lines (%llu translated, %llu invalid) in %.2f s: %.2f "
-                 "sentences/s, %.1f source tokens/s, %.1f output tokens/s\n",
+                 "vkf translate: %llu lines (%llu translated, %llu invalid, %llu too long) in "
+                 "%.2f s: %.2f sentences/s, %.1f source tokens/s, %.1f output tokens/s\n",
                  static_cast<unsigned long long>(first_line - 1),
                  static_cast<unsigned long long>(st.sentences),
-                 static_cast<unsigned long long>(invalid), s, double(st.sentences) / s,
+                 static_cast<unsigned long long>(invalid),
+                 static_cast<unsigned long long>(source.too_long()), s, double(st.sentences) / s,
                  double(st.source_tokens) / s, double(st.output_tokens) / s);
     std::fprintf(stderr, "vkf translate: device memory: %s peak (weights %s, decoder %s)\n",
                  format_bytes(dev->memory().stats(MemoryKind::device).peak_used_bytes).c_str(),
@@ -162,17 +189,26 @@ RegisterCommand reg(
                      "SentencePiece model (default: the one the checkpoint names, next to it)");
       sub.add_option("--input", args->input, "Input text, one sentence a line (default stdin)");
       sub.add_option("--output", args->output, "Where to write the translations (default stdout)");
-      sub.add_option("--beam", o.beam, "Beam size (1 = greedy)")->capture_default_str();
+      sub.add_option("--beam", o.beam, "Beam size (1 = greedy)")
+          ->check(int_range(1, model::decode::k_max_beam))
+          ->capture_default_str();
       sub.add_option("--alpha", o.alpha, "Length penalty ((5 + len) / 6)^alpha")
+          ->check(real_range(0, 10))
           ->capture_default_str();
       sub.add_option("--max-len-a", o.max_len_a,
                      "Maximum output length = a * source length + b (capped by the model)")
+          ->check(real_range(0, 1000))
           ->capture_default_str();
-      sub.add_option("--max-len-b", o.max_len_b, "See --max-len-a")->capture_default_str();
+      sub.add_option("--max-len-b", o.max_len_b, "See --max-len-a")
+          ->check(int_range(0, model::k_max_positions))
+          ->capture_default_str();
       sub.add_option("--nbest", o.nbest, "Write the K best as TSV: line number, rank, score, text")
+          ->check(int_range(1, model::decode::k_max_beam))
           ->capture_default_str();
       sub.add_option("--batch-size", o.batch_size, "Sentences decoded at once")
+          ->check(int_range(1, 4096))
           ->capture_default_str();
+      add_max_line_bytes(sub, args->max_line_bytes);
       sub.add_option("--device", args->device, "Device: index, vendor or a part of its name");
       return [args]() { return run(*args); };
     });

@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
 #include "engine/error.h"
+#include "model/config.h"
 #include "model/data/line_reader.h"
 #include "model/data/tokenizer.h"
 
@@ -24,6 +26,7 @@ struct VocabArgs {
   bool decode = false;
   bool pieces = false;
   bool verbose = false;
+  uint64_t max_line_bytes = model::k_default_max_line_bytes;
 };
 
 // Segmentation granularity on the first lines of a file: the number to look at when choosing a
@@ -34,6 +37,7 @@ void print_granularity(const model::Tokenizer& tok, const std::string& path) {
   std::string_view line;
   int64_t lines = 0, words = 0, pieces = 0;
   while (lines < k_lines && reader.next(line)) {
+    if (reader.too_long()) continue;
     ++lines;
     std::istringstream split{std::string(line)};
     for (std::string word; split >> word;) ++words;
@@ -50,6 +54,7 @@ int train(VocabArgs& args) {
   args.train.inputs = args.train_sets;
   args.train.output_path = args.out;
   args.train.quiet = !args.verbose;
+  args.train.max_line_bytes = args.max_line_bytes;
   auto start = std::chrono::steady_clock::now();
   model::Tokenizer::train(args.train);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -86,11 +91,23 @@ std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number) {
 int check(const VocabArgs& args) {
   if (args.encode == args.decode) throw Error("vkf vocab --model: give one of --encode, --decode");
   auto tok = model::Tokenizer::load(args.model);
-  std::string line;
-  for (int64_t n = 1; std::getline(std::cin, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (args.decode) {
-      std::cout << tok.decode(parse_ids(line, n)) << '\n';
+  // A line over the cap is reported and gives an empty output line (the output stays
+  // line-aligned with the input), as translate does.
+  model::LineReaderOptions options{.max_line_bytes = args.max_line_bytes};
+  options.on_too_long = [&](int64_t n) {
+    std::fprintf(stderr,
+                 "vkf vocab: line %lld is longer than %llu bytes (--max-line-bytes); writing an "
+                 "empty line\n",
+                 static_cast<long long>(n), static_cast<unsigned long long>(args.max_line_bytes));
+  };
+  model::LineReader reader(std::cin, "<stdin>", options);
+  std::string_view line;
+  while (reader.next(line)) {
+    const int64_t n = reader.line_number();
+    if (reader.too_long()) {
+      std::cout << '\n';
+    } else if (args.decode) {
+      std::cout << tok.decode(parse_ids(std::string(line), n)) << '\n';
     } else if (args.pieces) {
       auto pieces = tok.encode_pieces(line);
       for (size_t i = 0; i < pieces.size(); ++i) std::cout << (i ? " " : "") << pieces[i];
@@ -100,6 +117,8 @@ int check(const VocabArgs& args) {
       for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
       std::cout << '\n';
     }
+    // A lost write (a full disk) stops the command instead of encoding the rest for nothing.
+    if (!std::cout) throw Error("writing to standard output failed at line " + std::to_string(n));
   }
   return 0;
 }
@@ -114,13 +133,20 @@ RegisterCommand reg(
       sub.add_option("--vocab-size", args->train.vocab_size,
                      "Pieces in the vocabulary (8000 suits the ~150k-pair Debian corpus, 2000 the "
                      "bundled sample)")
+          ->check(int_range(5, model::k_max_vocab))
           ->capture_default_str();
       sub.add_option("--out", args->out, "Where to write the .model file");
       sub.add_option("--max-sentences", args->train.max_sentences,
                      "Lines sampled for training when the input has more")
+          ->check(int_range(1))
           ->capture_default_str();
-      sub.add_option("--seed", args->train.seed, "Seed for that sampling")->capture_default_str();
-      sub.add_option("--threads", args->train.threads, "Training threads")->capture_default_str();
+      sub.add_option("--seed", args->train.seed, "Seed for that sampling")
+          ->check(int_range(0, UINT32_MAX))
+          ->capture_default_str();
+      sub.add_option("--threads", args->train.threads, "Training threads")
+          ->check(int_range(1, 1024))
+          ->capture_default_str();
+      add_max_line_bytes(sub, args->max_line_bytes);
       sub.add_flag("--verbose", args->verbose, "Show SentencePiece's training log");
       auto* model = sub.add_option("--model", args->model, "A trained .model file to check");
       sub.add_flag("--encode", args->encode, "Encode stdin lines to space-separated ids");

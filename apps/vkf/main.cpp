@@ -6,6 +6,7 @@
 #include <map>
 
 #include "apps/tool_env/tool_env.h"
+#include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
 #include "engine/error.h"
 
@@ -33,7 +34,12 @@ int main(int argc, char** argv) {
   }
   try {
     for (auto& [sub, run] : runners)
-      if (sub->parsed()) return run();
+      if (sub->parsed()) {
+        const int status = run();
+        // A command whose output was lost (disk full, /dev/full) must not exit 0.
+        vkf::app::finish_standard_output();
+        return status;
+      }
   } catch (const vkf::Error& e) {
     std::fprintf(stderr, "vkf: error: %s\n", e.what());
     return 1;

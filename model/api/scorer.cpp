@@ -8,7 +8,7 @@ namespace vkf {
 struct Scorer::Impl {
   Impl(Device& dev, const std::string& path, const ScorerOptions& options)
       : model(model::load_model(path, options.vocab)), weights(dev, model.checkpoint.config) {
-    weights.upload(model.checkpoint.params);
+    weights.upload_checked(model.checkpoint.params, model.path);
     std::vector<float>().swap(model.checkpoint.params);
     scorer = std::make_unique<model::PairScorer>(dev, weights, model.tokenizer,
                                                  model::ScoreOptions{options.max_tokens});

@@ -33,7 +33,7 @@ struct Translator::Impl {
         model(model::load_model(path, options.vocab)),
         weights(dev, model.checkpoint.config),
         translator(dev, weights, decode_options(options)) {
-    weights.upload(model.checkpoint.params);
+    weights.upload_checked(model.checkpoint.params, model.path);
     // The host copy is not needed once the weights are on the device.
     std::vector<float>().swap(model.checkpoint.params);
   }

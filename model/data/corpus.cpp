@@ -25,6 +25,7 @@ const char* describe(SkipReason reason) {
 void CorpusReadOptions::validate() const {
   if (max_len < 2)
     throw Error("invalid corpus options: max_len must be >= 2, got " + std::to_string(max_len));
+  if (max_line_bytes < 1) throw Error("invalid corpus options: max_line_bytes must be >= 1");
 }
 
 int64_t CorpusStats::skipped_total() const {
@@ -66,13 +67,17 @@ ExampleStore read_corpus(const CorpusFiles& files, const Tokenizer& tokenizer,
   options.validate();
   stats = {};
   ExampleStore store;
-  ParallelTextReader reader(files);
+  ParallelTextReader reader(files, options.max_line_bytes);
   const size_t max_pieces = size_t(options.max_len) - 1;  // room for bos/eos
   const size_t max_bytes = size_t(options.max_len) * k_max_bytes_per_token;
   std::vector<int32_t> source, target;
   RawPair pair;
   while (reader.next(pair)) {
     ++stats.pairs_read;
+    if (pair.too_long) {
+      stats.record_skip(SkipReason::too_long, pair.line);
+      continue;
+    }
     if (!pair.well_formed) {
       stats.record_skip(SkipReason::malformed_tsv, pair.line);
       continue;

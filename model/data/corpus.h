@@ -21,6 +21,8 @@ struct CorpusReadOptions {
   // pieces + 1 (BOS before the decoder input, EOS after the target). A pair with either side
   // longer is skipped; the batcher's largest bucket must be at least this.
   int max_len = 256;
+  // Lines longer than this (bytes) are skipped as too long without being held in memory.
+  uint64_t max_line_bytes = k_default_max_line_bytes;
 
   void validate() const;
 };

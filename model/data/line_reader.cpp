@@ -1,22 +1,56 @@
 #include "model/data/line_reader.h"
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 #include "engine/error.h"
 
 namespace vkf::model {
 
-LineReader::LineReader(std::string path) : path_(std::move(path)), in_(path_, std::ios::binary) {
-  if (!in_) throw Error("cannot open " + path_);
+LineReader::LineReader(std::string path, LineReaderOptions options)
+    : path_(std::move(path)), options_(options) {
+  std::error_code ec;
+  // A directory opens as a stream and fails on the first read with a libstdc++ message that
+  // names no file; say it plainly here.
+  if (std::filesystem::is_directory(path_, ec))
+    throw Error("cannot read " + path_ + ": it is a directory");
+  file_ = std::make_unique<std::ifstream>(path_, std::ios::binary);
+  if (!*file_) throw Error("cannot open " + path_ + ": " + std::strerror(errno));
+  in_ = file_.get();
 }
 
+LineReader::LineReader(std::istream& in, std::string name, LineReaderOptions options)
+    : path_(std::move(name)), options_(options), in_(&in) {}
+
 bool LineReader::next(std::string_view& line) {
-  if (!std::getline(in_, buffer_)) {
-    if (in_.bad())
-      throw Error("read error in " + path_ + " after line " + std::to_string(line_number_));
-    return false;
+  buffer_.clear();
+  too_long_ = false;
+  bool any = false;
+  try {
+    std::streambuf* sb = in_->rdbuf();
+    const auto cap = options_.max_line_bytes;
+    for (int c = sb->sbumpc(); c != std::char_traits<char>::eof(); c = sb->sbumpc()) {
+      any = true;
+      if (c == '\n') break;
+      if (too_long_) continue;
+      if (buffer_.size() >= cap) {
+        too_long_ = true;
+        std::string().swap(buffer_);  // give the memory back while the rest is skipped
+        if (options_.on_too_long) options_.on_too_long(line_number_ + 1);
+        continue;
+      }
+      buffer_.push_back(char(c));
+    }
+  } catch (const std::exception& e) {
+    // libstdc++'s filebuf throws on a read error (EIO, a directory given as stdin).
+    throw Error("read error in " + path_ + " after line " + std::to_string(line_number_) + ": " +
+                e.what());
   }
+  if (!any) return false;
   ++line_number_;
   size_t size = buffer_.size();
-  if (size > 0 && buffer_[size - 1] == '\r') --size;
+  if (!options_.keep_cr && size > 0 && buffer_[size - 1] == '\r') --size;
   line = std::string_view(buffer_.data(), size);
   return true;
 }

@@ -4,9 +4,11 @@
 
 namespace vkf::model {
 
-ParallelTextReader::ParallelTextReader(const CorpusFiles& files) : files_(files) {
-  source_ = std::make_unique<LineReader>(files.source);
-  if (!files.is_tsv()) target_ = std::make_unique<LineReader>(files.target);
+ParallelTextReader::ParallelTextReader(const CorpusFiles& files, uint64_t max_line_bytes)
+    : files_(files) {
+  const LineReaderOptions options{.max_line_bytes = max_line_bytes};
+  source_ = std::make_unique<LineReader>(files.source, options);
+  if (!files.is_tsv()) target_ = std::make_unique<LineReader>(files.target, options);
 }
 
 bool ParallelTextReader::next(RawPair& pair) {
@@ -15,6 +17,7 @@ bool ParallelTextReader::next(RawPair& pair) {
   if (files_.is_tsv()) {
     if (!has_source) return false;
     pair.line = source_->line_number();
+    pair.too_long = source_->too_long();
     size_t tab = line.find('\t');
     pair.well_formed = tab != std::string_view::npos && line.find('\t', tab + 1) == line.npos;
     pair.source = pair.well_formed ? line.substr(0, tab) : line;
@@ -26,7 +29,11 @@ bool ParallelTextReader::next(RawPair& pair) {
   if (has_source != has_target)
     has_source ? throw_mismatch(*source_, *target_) : throw_mismatch(*target_, *source_);
   if (!has_source) return false;
-  pair = {.source = line, .target = target, .line = source_->line_number(), .well_formed = true};
+  pair = {.source = line,
+          .target = target,
+          .line = source_->line_number(),
+          .well_formed = true,
+          .too_long = source_->too_long() || target_->too_long()};
   return true;
 }
 

@@ -26,12 +26,14 @@ struct RawPair {
   std::string_view source, target;  // valid until the next read
   int64_t line = 0;                 // 1-based
   bool well_formed = true;          // false: a TSV line without exactly one tab
+  bool too_long = false;            // a side over the line cap (then both views are empty)
 };
 
 class ParallelTextReader {
  public:
   // Throws vkf::Error naming the file that cannot be opened.
-  explicit ParallelTextReader(const CorpusFiles& files);
+  explicit ParallelTextReader(const CorpusFiles& files,
+                              uint64_t max_line_bytes = k_default_max_line_bytes);
   // False at the end. Throws vkf::Error naming both files and their line counts when one of two
   // files ends before the other: the pairing would be wrong from the first missing line on.
   bool next(RawPair& pair);

@@ -5,13 +5,13 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <unordered_map>
 
 #include "engine/error.h"
 #include "model/data/line_reader.h"
 #include "model/data/sha256.h"
 #include "model/data/utf8.h"
+#include "model/file_io.h"
 
 namespace vkf::model {
 namespace {
@@ -22,7 +22,10 @@ namespace {
 // CRLF files read the same as LF ones.
 class FileLines : public sentencepiece::SentenceIterator {
  public:
-  explicit FileLines(const std::vector<std::string>& paths) : paths_(paths) { advance(); }
+  FileLines(const std::vector<std::string>& paths, uint64_t max_line_bytes)
+      : paths_(paths), max_line_bytes_(max_line_bytes) {
+    advance();
+  }
   bool done() const override { return done_; }
   void Next() override { advance(); }
   const std::string& value() const override { return line_; }
@@ -36,20 +39,22 @@ class FileLines : public sentencepiece::SentenceIterator {
           done_ = true;
           return;
         }
-        reader_ = std::make_unique<LineReader>(paths_[next_path_++]);
+        reader_ = std::make_unique<LineReader>(
+            paths_[next_path_++], LineReaderOptions{.max_line_bytes = max_line_bytes_});
       }
       std::string_view line;
       if (!reader_->next(line)) {
         reader_.reset();
         continue;
       }
-      if (is_blank(line) || !is_valid_utf8(line)) continue;
+      if (reader_->too_long() || is_blank(line) || !is_valid_utf8(line)) continue;
       line_.assign(line);
       return;
     }
   }
 
   const std::vector<std::string>& paths_;
+  uint64_t max_line_bytes_;
   size_t next_path_ = 0;
   std::unique_ptr<LineReader> reader_;
   std::string line_;
@@ -74,8 +79,18 @@ void TokenizerTrainOptions::validate() const {
   need(character_coverage > 0.9 && character_coverage <= 1.0,
        "character_coverage must be in (0.9, 1]");
   need(threads >= 1, "threads must be >= 1");
-  for (const auto& path : inputs)
-    need(std::filesystem::is_regular_file(path), "input " + path + " does not exist");
+  need(max_line_bytes >= 1, "max_line_bytes must be >= 1");
+  for (const auto& path : inputs) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    need(std::filesystem::exists(status), "input " + path + " does not exist");
+    need(!std::filesystem::is_directory(status), "input " + path + " is a directory");
+    // SentencePiece would take an empty or special file (/dev/null) and fail later with a
+    // message about sentences, not files.
+    need(std::filesystem::is_regular_file(status),
+         "input " + path + " is not a regular file (a device, pipe or socket)");
+    need(std::filesystem::file_size(path, ec) > 0, "input " + path + " is empty");
+  }
 }
 
 void Tokenizer::train(const TokenizerTrainOptions& options) {
@@ -96,28 +111,32 @@ void Tokenizer::train(const TokenizerTrainOptions& options) {
       {"num_threads", std::to_string(options.threads)},
       {"minloglevel", options.quiet ? "2" : "0"},
   };
-  FileLines lines(options.inputs);
+  FileLines lines(options.inputs, options.max_line_bytes);
   std::string model;
   auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
   if (!status.ok())
     throw Error("training a " + std::to_string(options.vocab_size) +
                 "-piece SentencePiece model failed: " + sp_message(status));
 
-  // Write beside the target and rename, so a crash never leaves a truncated model behind.
-  std::string tmp = options.output_path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(model.data(), std::streamsize(model.size()));
-    if (!out) throw Error("cannot write " + tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, options.output_path, ec);
-  if (ec) throw Error("cannot move " + tmp + " to " + options.output_path + ": " + ec.message());
+  // Written beside the target and renamed, so a crash never leaves a truncated model behind, and
+  // a failed write (a full disk) removes its temporary file.
+  AtomicFile out(options.output_path);
+  out.write(model.data(), model.size());
+  out.commit();
 }
 
 Tokenizer Tokenizer::load(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path))
+  std::error_code ec;
+  const auto file = std::filesystem::status(path, ec);
+  if (path.empty()) throw Error("no tokenizer model given (--vocab FILE.model)");
+  if (!std::filesystem::exists(file))
     throw Error("tokenizer model " + path + " does not exist (train one with `vkf vocab`)");
+  if (std::filesystem::is_directory(file))
+    throw Error("tokenizer model " + path +
+                " is a directory; give the SentencePiece .model file (e.g. " +
+                (std::filesystem::path(path) / "vocab.model").string() + ")");
+  if (!std::filesystem::is_regular_file(file))
+    throw Error("tokenizer model " + path + " is not a regular file");
   Tokenizer tok;
   tok.sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
   auto status = tok.sp_->Load(path);

@@ -45,6 +45,8 @@ struct TokenizerTrainOptions {
   // stray symbols from a few lines (CJK in a man page) do not claim vocabulary slots.
   double character_coverage = 0.9999;
   int threads = 1;
+  // Longer lines are skipped (never held in memory).
+  uint64_t max_line_bytes = uint64_t(1) << 20;
   // Keep SentencePiece's progress log off stderr.
   bool quiet = true;
   SpecialIds ids;

@@ -13,12 +13,20 @@ constexpr size_t k_max_graphs = 4;  // recorded shapes kept (each holds its K/V 
 }  // namespace
 
 void TranslateOptions::validate() const {
-  if (beam == 0 || beam > 256) throw Error("translate: beam must be in 1..256");
+  if (beam == 0 || beam > k_max_beam)
+    throw Error("translate: beam must be in [1, " + std::to_string(k_max_beam) + "], got " +
+                std::to_string(beam));
   if (nbest == 0 || nbest > beam)
     throw Error("translate: nbest " + std::to_string(nbest) + " must be in 1..beam (" +
                 std::to_string(beam) + ")");
   if (!(alpha >= 0.0f)) throw Error("translate: alpha must be >= 0");
   if (!(max_len_a >= 0.0f)) throw Error("translate: max-len-a must be >= 0");
+  if (max_len_b < 0)
+    throw Error("translate: max-len-b must be >= 0, got " + std::to_string(max_len_b) +
+                " (a negative one silently cut outputs to a single token)");
+  if (max_len_a == 0.0f && max_len_b < 2)
+    throw Error("translate: with max-len-a 0, max-len-b must be >= 2 (one token and EOS), got " +
+                std::to_string(max_len_b));
   if (batch_size == 0) throw Error("translate: batch size must be positive");
 }
 

@@ -1,7 +1,5 @@
 #include "model/eval/text_lines.h"
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,25 +9,35 @@
 
 namespace vkf::model::eval {
 
-std::vector<std::string> read_text_lines(std::istream& in, const std::string& name) {
+namespace {
+
+std::vector<std::string> read_all(LineReader& reader) {
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
+  const std::string& name = reader.path();
+  for (std::string_view line; reader.next(line);) {
+    if (reader.too_long())
+      throw Error(name + ":" + std::to_string(reader.line_number()) + ": longer than " +
+                  std::to_string(reader.max_line_bytes()) + " bytes (--max-line-bytes)");
     if (size_t bad = find_invalid_utf8(line); bad != std::string::npos)
-      throw Error(name + ":" + std::to_string(lines.size() + 1) + ": invalid UTF-8 at byte " +
+      throw Error(name + ":" + std::to_string(reader.line_number()) + ": invalid UTF-8 at byte " +
                   std::to_string(bad + 1) + " of the line");
-    lines.push_back(std::move(line));
+    lines.emplace_back(line);
   }
-  if (in.bad()) throw Error(name + ": read error after line " + std::to_string(lines.size()));
   return lines;
 }
 
-std::vector<std::string> read_text_file(const std::string& path) {
-  if (path == "-") return read_text_lines(std::cin, "<stdin>");
-  // A directory opens fine and then reads as nothing: refuse it instead of scoring 0 lines.
-  if (std::filesystem::is_directory(path)) throw Error("cannot read " + path + ": is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path + ": " + std::strerror(errno));
-  return read_text_lines(in, path);
+}  // namespace
+
+std::vector<std::string> read_text_lines(std::istream& in, const std::string& name,
+                                         uint64_t max_line_bytes) {
+  LineReader reader(in, name, {.max_line_bytes = max_line_bytes, .keep_cr = true});
+  return read_all(reader);
+}
+
+std::vector<std::string> read_text_file(const std::string& path, uint64_t max_line_bytes) {
+  if (path == "-") return read_text_lines(std::cin, "<stdin>", max_line_bytes);
+  LineReader reader(path, {.max_line_bytes = max_line_bytes, .keep_cr = true});
+  return read_all(reader);
 }
 
 }  // namespace vkf::model::eval

@@ -12,14 +12,11 @@ namespace {
 uint64_t metadata_u64(const SafetensorsFile& file, const std::string& path, const char* key) {
   auto it = file.metadata().find(key);
   if (it == file.metadata().end()) throw Error(path + ": optimizer state lacks `" + key + "`");
-  try {
-    size_t used = 0;
-    uint64_t v = std::stoull(it->second, &used);
-    if (used != it->second.size()) throw std::invalid_argument(key);
-    return v;
-  } catch (const std::exception&) {
-    throw Error(path + ": optimizer state has a bad `" + key + "`: '" + it->second + "'");
-  }
+  const auto v = parse_decimal_u64(it->second);
+  if (!v)
+    throw Error(path + ": optimizer state has a bad `" + key + "`: '" + it->second +
+                "' (not a non-negative whole number)");
+  return *v;
 }
 
 }  // namespace
@@ -39,6 +36,8 @@ std::string train_state_path(const std::string& checkpoint_path) {
 void save_train_state(const std::string& path, const TrainState& s) {
   if (s.adam_m.size() != s.adam_v.size())
     throw Error("save_train_state: Adam moments of different sizes");
+  if (s.params_checksum.empty())
+    throw Error("save_train_state: no checksum of the checkpoint's parameters");
   const auto n = static_cast<int64_t>(s.adam_m.size());
   // Elapsed time is stored in milliseconds: metadata values are strings and integers parse
   // unambiguously.
@@ -50,7 +49,8 @@ void save_train_state(const std::string& path, const TrainState& s) {
                      {"seed", std::to_string(s.seed)},
                      {"tokens_seen", std::to_string(s.tokens_seen)},
                      {"elapsed_ms", std::to_string(uint64_t(s.elapsed_seconds * 1000.0))},
-                     {"train_pairs", std::to_string(s.train_pairs)}},
+                     {"train_pairs", std::to_string(s.train_pairs)},
+                     {"params_checksum", s.params_checksum}},
                     {{"adam.m", {n}, s.adam_m.data()}, {"adam.v", {n}, s.adam_v.data()}});
 }
 
@@ -58,7 +58,11 @@ TrainState load_train_state(const std::string& path, uint64_t expected_floats) {
   if (!std::filesystem::exists(path))
     throw Error("optimizer state " + path +
                 " is missing, so the run cannot be resumed from its checkpoint");
-  SafetensorsFile file(path);
+  return train_state_from(SafetensorsFile(path), expected_floats);
+}
+
+TrainState train_state_from(const SafetensorsFile& file, uint64_t expected_floats) {
+  const std::string& path = file.path();
   auto fmt = file.metadata().find("format");
   if (fmt == file.metadata().end() || fmt->second != "vkformer-optimizer")
     throw Error(path + " is not a vkformer optimizer-state file");
@@ -69,14 +73,30 @@ TrainState load_train_state(const std::string& path, uint64_t expected_floats) {
   s.seed = metadata_u64(file, path, "seed");
   s.tokens_seen = metadata_u64(file, path, "tokens_seen");
   s.elapsed_seconds = double(metadata_u64(file, path, "elapsed_ms")) / 1000.0;
-  s.train_pairs = int64_t(metadata_u64(file, path, "train_pairs"));
+  const uint64_t pairs = metadata_u64(file, path, "train_pairs");
+  if (pairs > uint64_t(INT64_MAX))
+    throw Error(path + ": optimizer state has a bad `train_pairs`: " + std::to_string(pairs));
+  s.train_pairs = int64_t(pairs);
+  // Files written before the checksum existed lack it: the caller decides what that means.
+  if (auto c = file.metadata().find("params_checksum"); c != file.metadata().end()) {
+    if (c->second.size() != 16 ||
+        c->second.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw Error(path + ": optimizer state has a bad `params_checksum`: '" + c->second + "'");
+    s.params_checksum = c->second;
+  }
+  if (file.names().size() != 2)
+    throw Error(path + " holds " + std::to_string(file.names().size()) +
+                " tensors; an optimizer state holds adam.m and adam.v");
   for (const char* name : {"adam.m", "adam.v"}) {
     if (!file.contains(name)) throw Error(path + " lacks tensor " + name);
     const auto& shape = file.shape(name);
     if (shape.size() != 1 || uint64_t(shape[0]) != expected_floats)
-      throw Error(path + ": " + name + " does not match the model's parameter count");
-    const float* p = file.data(name);
-    (std::string(name) == "adam.m" ? s.adam_m : s.adam_v).assign(p, p + expected_floats);
+      throw Error(path + ": " + name + " holds " + std::to_string(file.numel(name)) +
+                  " floats but the model has " + std::to_string(expected_floats) +
+                  " (the state of another model)");
+    auto& out = std::string(name) == "adam.m" ? s.adam_m : s.adam_v;
+    out.resize(expected_floats);
+    file.copy(name, out.data());
   }
   return s;
 }

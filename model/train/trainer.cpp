@@ -15,10 +15,13 @@
 #include "engine/step_scalars.h"
 #include "model/checkpoint.h"
 #include "model/data/corpus.h"
+#include "model/data/sha256.h"
 #include "model/data/tokenizer.h"
 #include "model/device_params.h"
+#include "model/file_io.h"
 #include "model/optimizer.h"
 #include "model/params.h"
+#include "model/train/output_lock.h"
 #include "model/train/progress.h"
 #include "model/train/schedule.h"
 #include "model/train/train_state.h"
@@ -40,6 +43,16 @@ void TrainerOptions::validate() const {
                 std::to_string(config.max_len));
   if (keep_checkpoints < 1) throw Error("--keep-checkpoints must be at least 1");
   if (log_every == 0) throw Error("--log-every must be at least 1");
+  // Adam's own checks would catch some of these on the device; a negative rate would not: it
+  // trains, diverging, for as long as it is let.
+  if (!(std::isfinite(adam.lr) && adam.lr > 0)) throw Error("--lr must be a positive number");
+  if (!(adam.warmup_steps >= 1)) throw Error("--warmup-steps must be at least 1");
+  if (!(std::isfinite(adam.max_grad_norm) && adam.max_grad_norm >= 0))
+    throw Error("--clip-norm must be a number >= 0");
+  if (!(adam.beta2 >= 0 && adam.beta2 < 1)) throw Error("--beta2 must be in [0, 1)");
+  if (!(std::isfinite(save_every_minutes) && save_every_minutes >= 0))
+    throw Error("--save-every-minutes must be a number >= 0");
+  if (max_line_bytes < 1) throw Error("--max-line-bytes must be at least 1");
   batching.validate();
 }
 
@@ -130,20 +143,6 @@ class GraphCache {
   std::map<BucketShape, std::unique_ptr<TrainGraph>> graphs_;
 };
 
-// The checkpoints in a directory, oldest first.
-std::vector<std::pair<uint64_t, fs::path>> list_checkpoints(const std::string& dir) {
-  static const std::regex pattern(R"(checkpoint-(\d+)\.safetensors)");
-  std::vector<std::pair<uint64_t, fs::path>> out;
-  if (!fs::is_directory(dir)) return out;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    std::smatch m;
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, m, pattern)) out.emplace_back(std::stoull(m[1]), entry.path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // The model config of this run: the options' architecture with the vocabulary's size, ids and
 // checksum.
 ModelConfig config_for(const TrainerOptions& o, const Tokenizer& tok) {
@@ -204,7 +203,12 @@ class Run {
     if (o_.group) o_.group->sum(v.data(), v.size());
   }
   ExampleStore read(const CorpusFiles& files, const char* what);
+  bool stop_agreed();
   struct StepOutcome {
+    // Stopped by a request before the step's micro-batch `dropped`: the micro-batches before it
+    // were undone (gradients zeroed, data stream rewound), so the step never happened.
+    bool abandoned = false;
+    int dropped = 0;
     std::vector<double> sums;  // loss, nll, tokens, stop requested, checkpoint due (see train_step)
     uint64_t io_tokens = 0;    // source + target tokens of this process
     Optimizer::Result opt;
@@ -234,6 +238,9 @@ class Run {
 
   std::vector<Device*> devices_;
   TrainerOptions o_;
+  std::optional<OutputLock> lock_;  // held from the first check to the end of the run
+  std::string resumed_from_;
+  uint64_t micro_batches_run_ = 0;
   std::optional<Tokenizer> tok_;
   ModelConfig config_;
   ExampleStore train_store_, valid_store_;
@@ -254,6 +261,7 @@ class Run {
 ExampleStore Run::read(const CorpusFiles& files, const char* what) {
   CorpusReadOptions ro;
   ro.max_len = o_.max_sequence_len;
+  ro.max_line_bytes = o_.max_line_bytes;
   CorpusStats stats;
   auto t0 = Clock::now();
   ExampleStore store = read_corpus(files, *tok_, ro, stats);
@@ -528,16 +536,19 @@ std::string Run::save() {
     state_.elapsed_seconds = elapsed_before_ + seconds_since(started_);
     state_.adam_m = r.params->download_m();
     state_.adam_v = r.params->download_v();
+    const std::vector<float> params = r.params->download();
+    // The state names the parameters it belongs to, so it cannot be paired with another's.
+    state_.params_checksum = params_checksum(r.params->layout(), params);
     // The state first: a checkpoint that exists always has its state beside it.
     save_train_state((dir / train_state_name(state_.step)).string(), state_);
     state_.adam_m.clear();
     state_.adam_v.clear();
-    save_checkpoint(path, config_, r.params->layout(), r.params->download(), state_.step);
+    save_checkpoint(path, config_, r.params->layout(), params, state_.step);
     auto all = list_checkpoints(o_.out_dir);
     for (size_t i = 0; i + size_t(o_.keep_checkpoints) < all.size(); ++i) {
       std::error_code ec;
       fs::remove(all[i].second, ec);
-      fs::remove(train_state_path(all[i].second.string()), ec);
+      fs::remove(train_state_path(all[i].second), ec);
     }
     log({{"event", "checkpoint"}, {"step", state_.step}, {"path", path}});
   }
@@ -550,17 +561,31 @@ std::string Run::save() {
 std::vector<float> Run::start_or_resume(TrainState& resumed) {
   std::vector<float> initial;
   const auto existing = list_checkpoints(o_.out_dir);
+  check_output_dir(o_);
   if (o_.resume) {
-    if (existing.empty())
-      throw Error("--resume: no checkpoint-<step>.safetensors in " + o_.out_dir);
-    const std::string path = existing.back().second.string();
+    const std::string path = existing.back().second;
     Checkpoint ck = load_checkpoint(path);
     require_compatible(config_, ck.config, path);
     ParamLayout layout(config_);
-    resumed = load_train_state(train_state_path(path), layout.total_floats());
+    const std::string state_path = train_state_path(path);
+    resumed = load_train_state(state_path, layout.total_floats());
     if (resumed.step != ck.step)
       throw Error(path + " and its optimizer state disagree on the step (" +
                   std::to_string(ck.step) + " vs " + std::to_string(resumed.step) + ")");
+    // Files written before the checksum existed are still resumable (refusing them would strand
+    // every run in progress); their step must match, as before, and the note says what is not
+    // checked.
+    const std::string checksum = params_checksum(layout, ck.params);
+    if (resumed.params_checksum.empty())
+      say("note: " + state_path +
+          " predates optimizer-state checksums, so nothing shows that it belongs to " + path +
+          " beyond the step; resuming");
+    else if (resumed.params_checksum != checksum)
+      throw Error(state_path + " does not belong to " + path +
+                  ": it was written for parameters with checksum " + resumed.params_checksum +
+                  ", the checkpoint's are " + checksum +
+                  " (a state copied from another run, or a checkpoint replaced after it was "
+                  "written); resuming would mix two runs");
     if (resumed.seed != o_.seed)
       say("note: resuming with the run's seed " + std::to_string(resumed.seed) + " (not --seed " +
           std::to_string(o_.seed) + ")");
@@ -571,12 +596,8 @@ std::vector<float> Run::start_or_resume(TrainState& resumed) {
     state_.adam_v.clear();
     elapsed_before_ = state_.elapsed_seconds;
     saved_step_ = state_.step;
-    say("resuming from " + path + " at step " + std::to_string(state_.step));
+    resumed_from_ = path;
   } else {
-    if (!existing.empty())
-      throw Error(o_.out_dir + " already holds checkpoints (latest " +
-                  existing.back().second.filename().string() +
-                  "): pass --resume to continue that run, or choose another --out");
     state_.seed = o_.seed;
   }
   return initial;
@@ -646,16 +667,34 @@ Run::StepOutcome Run::train_step(uint64_t step, bool save_due) {
   std::vector<double>& sums = out.sums;
   sums.assign(5, 0.0);
   uint64_t tokens = 0;
+  const BatchPosition step_start = stream_->position();
   try {
     const bool overlap = !exchanges_.empty() && o_.exchange == TrainerOptions::Exchange::overlapped;
     for (int micro = 0; micro < o_.accumulate; ++micro) {
+      // A stop request is honoured before any micro-batch, so a large --accumulate cannot hold
+      // Ctrl-C off for minutes. The gradient exchange only runs within the last micro-batch,
+      // so nothing is in flight between replicas here.
+      if (stop_agreed()) {
+        if (micro > 0) {
+          for (Replica& r : replicas_) r.params->zero_grads();
+          stream_ = std::make_unique<BatchStream>(*train_batcher_, step_start);
+        }
+        out.abandoned = true;
+        out.dropped = micro;
+        return out;
+      }
       Batch b = stream_->next();
+      ++micro_batches_run_;
       auto s = run_micro_batch(b, step, micro, overlap && micro + 1 == o_.accumulate);
       for (int k = 0; k < 3; ++k) sums[size_t(k)] += s[size_t(k)];
       tokens += uint64_t(b.tgt_tokens);
       out.io_tokens += uint64_t(b.src_tokens + b.tgt_tokens);
     }
-    sums[3] = o_.stop_requested && o_.stop_requested->load() ? 1.0 : 0.0;
+    sums[3] =
+        (o_.stop_requested && o_.stop_requested->load()) ||
+                (o_.stop_after_micro_batches && micro_batches_run_ >= o_.stop_after_micro_batches)
+            ? 1.0
+            : 0.0;
     sums[4] = save_due ? 1.0 : 0.0;
     sum_across_processes(sums);
     if (!std::isfinite(sums[0]) || !std::isfinite(sums[1]))
@@ -686,22 +725,30 @@ Run::StepOutcome Run::train_step(uint64_t step, bool save_due) {
   return out;
 }
 
+bool Run::stop_agreed() {
+  // Every process must take the same decision, so the flag is summed like the step's numbers.
+  const bool test_stop =
+      o_.stop_after_micro_batches && micro_batches_run_ >= o_.stop_after_micro_batches;
+  std::vector<double> flag{(o_.stop_requested && o_.stop_requested->load()) || test_stop ? 1.0
+                                                                                         : 0.0};
+  sum_across_processes(flag);
+  return flag[0] > 0;
+}
+
 TrainSummary Run::go() {
   o_.validate();
   if (devices_.empty()) throw Error("training needs at least one device");
   if (o_.group && o_.group->size() > 1 && o_.stop_requested)
-    say("note: Ctrl-C stops every process at the end of the step");
+    say("note: Ctrl-C stops every process before the next micro-batch");
+  // One run per directory, and every check that can refuse the run comes before the first write
+  // into it: a refused run leaves the directory as it was.
+  if (leader() && !o_.held_lock) lock_.emplace(o_.out_dir);
   fs::create_directories(o_.out_dir);
+  if (leader())
+    for (const std::string& path : remove_stale_temporaries(o_.out_dir))
+      say("removed " + path + ", left by a process that ended while writing it");
   tok_ = Tokenizer::load(o_.vocab);
   config_ = config_for(o_, *tok_);
-
-  // The vocabulary travels with the checkpoints (translate finds it there).
-  const fs::path vocab_copy = fs::path(o_.out_dir) / config_.tokenizer;
-  if (leader() && (!fs::exists(vocab_copy) || !fs::equivalent(vocab_copy, o_.vocab))) {
-    const fs::path tmp = vocab_copy.string() + ".tmp";
-    fs::copy_file(o_.vocab, tmp, fs::copy_options::overwrite_existing);
-    fs::rename(tmp, vocab_copy);
-  }
 
   TrainState resumed;
   std::vector<float> initial = start_or_resume(resumed);
@@ -719,6 +766,23 @@ TrainSummary Run::go() {
   setup_replicas(initial, resumed);
   initial.clear();
   resumed = TrainState{};
+  if (!resumed_from_.empty() && !replicas_[0].params->all_finite(/*moments=*/true))
+    throw Error(resumed_from_ +
+                " or its optimizer state holds NaN, Inf or absurdly large values: not a "
+                "checkpoint to resume from (move it and its .optimizer file aside to resume from "
+                "the one before)");
+  if (!resumed_from_.empty())
+    say("resuming from " + resumed_from_ + " at step " + std::to_string(state_.step));
+
+  // The vocabulary travels with the checkpoints (translate finds it there). Only now, after
+  // every refusal: a refused run must not replace the vocabulary its checkpoints were trained
+  // with. An identical copy is left alone.
+  const fs::path vocab_copy = fs::path(o_.out_dir) / config_.tokenizer;
+  if (leader() && !(fs::exists(vocab_copy) &&
+                    (fs::equivalent(vocab_copy, o_.vocab) ||
+                     sha256_file_hex(vocab_copy.string()) == config_.tokenizer_sha256)))
+    copy_file_atomically(o_.vocab, vocab_copy.string());
+
   stream_ = std::make_unique<BatchStream>(*train_batcher_, state_.position);
   if (leader()) log_ = std::make_unique<JsonlLog>((fs::path(o_.out_dir) / "train.jsonl").string());
 
@@ -756,6 +820,15 @@ TrainSummary Run::go() {
     const bool save_due = leader() && o_.save_every_minutes > 0 &&
                           seconds_since(last_save) >= o_.save_every_minutes * 60.0;
     const StepOutcome out = train_step(step, save_due);
+    if (out.abandoned) {
+      interrupted = true;
+      if (out.dropped > 0)
+        say("interrupted during step " + std::to_string(step) + " after " +
+            std::to_string(out.dropped) + " of " + std::to_string(o_.accumulate) +
+            " micro-batches: those are dropped, the run stops at step " +
+            std::to_string(state_.step));
+      break;
+    }
     const std::vector<double>& sums = out.sums;
     const Optimizer::Result& opt = out.opt;
     const uint64_t io_tokens = out.io_tokens;
@@ -810,15 +883,24 @@ TrainSummary Run::go() {
     }
     if (stop_requested) {
       interrupted = true;
-      say("interrupted: writing a checkpoint at step " + std::to_string(step));
       break;
     }
   }
 
   if (o_.valid && !interrupted) run_validation(false);
-  if (saved_step_ != state_.step || summary.last_checkpoint.empty())
-    summary.last_checkpoint = save();
-  say("checkpoint " + summary.last_checkpoint);
+  if (interrupted && state_.step == 0 && resumed_from_.empty()) {
+    say("interrupted before the first step: nothing was trained, so no checkpoint was written");
+  } else if (interrupted && saved_step_ == state_.step) {
+    summary.last_checkpoint = (fs::path(o_.out_dir) / checkpoint_name(state_.step)).string();
+    say("interrupted: " + summary.last_checkpoint + " already holds step " +
+        std::to_string(state_.step));
+  } else {
+    if (interrupted)
+      say("interrupted: writing a checkpoint at step " + std::to_string(state_.step));
+    if (saved_step_ != state_.step || summary.last_checkpoint.empty())
+      summary.last_checkpoint = save();
+    say("checkpoint " + summary.last_checkpoint);
+  }
   summary.steps = state_.step;
   for (const Replica& r : replicas_) summary.replica_rows.push_back(r.rows_done);
   summary.epoch = stream_->position().epoch;
@@ -844,6 +926,16 @@ TrainSummary Run::go() {
 }
 
 }  // namespace
+
+void check_output_dir(const TrainerOptions& o) {
+  const auto existing = list_checkpoints(o.out_dir);
+  if (o.resume && existing.empty())
+    throw Error("--resume: no checkpoint-<step>.safetensors in " + o.out_dir);
+  if (!o.resume && !existing.empty())
+    throw Error(o.out_dir + " already holds checkpoints (latest " +
+                fs::path(existing.back().second).filename().string() +
+                "): pass --resume to continue that run, or choose another --out");
+}
 
 TrainSummary train(Device& dev, const TrainerOptions& options) {
   return train(std::vector<Device*>{&dev}, options);

@@ -15,7 +15,9 @@
 #include "engine/ops/adam.h"
 #include "model/config.h"
 #include "model/data/batcher.h"
+#include "model/data/line_reader.h"
 #include "model/data/parallel_text.h"
+#include "model/train/output_lock.h"
 
 namespace vkf::model {
 
@@ -67,10 +69,19 @@ struct TrainerOptions {
   // Tests: replica `fail_replica` (global index) reports a lost device at step `fail_step`.
   int fail_replica = -1;
   uint64_t fail_step = 0;
+  // Tests: a stop request arrives after this many micro-batches of this invocation (0: never).
+  uint64_t stop_after_micro_batches = 0;
 
   std::FILE* progress = stderr;  // null: quiet
-  // Set (from a signal handler) to stop after the current step with a checkpoint.
+  // Set (from a signal handler) to stop: looked at before every micro-batch. A step that is
+  // partly accumulated is dropped (gradients zeroed, data rewound), then the run writes a
+  // checkpoint of the last whole step, so a resumed run still matches an uninterrupted one.
   const std::atomic<bool>* stop_requested = nullptr;
+  // The caller's lock on out_dir (cmd_train takes it before it trains a vocabulary there);
+  // null: train() takes it. Only the leader (rank 0) holds one.
+  const OutputLock* held_lock = nullptr;
+  // Longer corpus lines are skipped and counted, like invalid UTF-8 ones.
+  uint64_t max_line_bytes = k_default_max_line_bytes;
 
   void validate() const;
 };
@@ -95,6 +106,11 @@ struct TrainSummary {
   double step_seconds = 0;           // whole steps, this invocation
   std::vector<double> replica_rows;  // sentences trained by each replica of this process
 };
+
+// The refusals that depend on --out and --resume alone (a run's checkpoints without --resume,
+// --resume without checkpoints), for callers that do slow work before train(). train() checks
+// them again, under the lock.
+void check_output_dir(const TrainerOptions& options);
 
 // Trains; throws vkf::Error on bad input, on a non-finite loss (after leaving the last good
 // checkpoint in place) and on device errors.

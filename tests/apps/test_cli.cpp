@@ -14,64 +14,22 @@
 
 #include "engine/exchange/process_group.h"
 #include "model/checkpoint.h"
+#include "tests/apps/cli_support.h"
 #include "tests/support/small_corpus.h"
 
 namespace fs = std::filesystem;
+using vkf::test::k_vkf;
+using vkf::test::slurp;
 using vkf::test::small_corpus;
 using vkf::test::temp_dir;
+using vkf::test::train_args;
+using vkf::test::trained_model;
+using Result = vkf::test::CliResult;
 
 namespace {
-
-const std::string k_vkf = std::string(VKF_BINARY_DIR) + "/apps/vkf";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-// Runs vkf with `args` (shell words), stdout and stderr captured.
 Result run_vkf(const std::string& args, const std::string& stdin_text = "") {
-  static int counter = 0;
-  const fs::path dir = temp_dir("cli-run-" + std::to_string(counter++));
-  { std::ofstream(dir / "in") << stdin_text; }
-  const std::string cmd = k_vkf + " " + args + " <" + (dir / "in").string() + " >" +
-                          (dir / "out").string() + " 2>" + (dir / "err").string();
-  int raw = std::system(cmd.c_str());
-  Result r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  INFO("vkf " << args << "\nstderr:\n" << r.err);
-  CHECK(r.err.find("validation") == std::string::npos);
-  return r;
+  return vkf::test::run_vkf(args, stdin_text);
 }
-
-std::string train_args(const fs::path& out, const std::string& extra) {
-  const auto& c = small_corpus();
-  return "train --preset tiny --d-model 32 --d-ff 64 --heads 2 --layers 1 --max-tokens 256 "
-         "--warmup-steps 10 --train-sets " +
-         c.src.string() + " " + c.tgt.string() + " --vocab " + c.vocab.string() + " --out " +
-         out.string() + " " + extra;
-}
-
-// A trained checkpoint directory, made once.
-const fs::path& trained_model() {
-  static fs::path dir = [] {
-    fs::path d = temp_dir("cli-model");
-    Result r = run_vkf(train_args(d, "--max-steps 2"));
-    REQUIRE(r.status == 0);
-    return d;
-  }();
-  return dir;
-}
-
 }  // namespace
 
 TEST_CASE("vkf train reports progress and leaves a checkpoint and a log", "[apps][cli]") {

@@ -3,6 +3,7 @@
 
 #include "model/average.h"
 #include "model/checkpoint.h"
+#include "model/device_params.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -137,4 +138,37 @@ TEST_CASE("averaging checkpoints gives their element-wise mean and refuses misma
   CHECK_THROWS_WITH(average_checkpoints({paths[0], (dir / "other.safetensors").string()}),
                     Catch::Contains("d_ff"));
   CHECK_THROWS_WITH(last_checkpoints(dir.string(), 4), Catch::Contains("fewer than"));
+}
+
+VKF_TEST_CASE("the device finite check flags NaN, Inf and overflowing weights and moments",
+              "[model][checkpoint]") {
+  Device& dev = test::device();
+  ModelConfig c = tiny_config();
+  ParamLayout layout(c);
+  const auto params = init_parameters(layout, c, 1);
+  // Small chunks: the check covers every chunk, not only the first.
+  DeviceParams dp(dev, c, 128 * 1024);
+  REQUIRE(dp.chunks().size() > 1);
+  dp.upload(params);
+  dp.zero_state();
+  CHECK(dp.all_finite(true));
+  const uint64_t last = layout.params().back().offset;  // in the last chunk
+  for (float bad : {std::nanf(""), INFINITY, -INFINITY, 3e19f}) {
+    INFO("value " << bad);
+    auto p = params;
+    p[last] = bad;
+    dp.upload(p);
+    CHECK_FALSE(dp.all_finite());
+    dp.upload(params);
+    auto m = std::vector<float>(params.size(), 0.0f);
+    m[7] = bad;
+    dp.upload_moments(std::vector<float>(params.size(), 0.0f), m);
+    CHECK(dp.all_finite(false));  // moments not asked for
+    CHECK_FALSE(dp.all_finite(true));
+    dp.zero_state();
+  }
+  CHECK(first_nonfinite(layout, params) == std::nullopt);
+  auto p = params;
+  p[layout.at("decoder.layers.1.ffn.fc2.bias").offset + 3] = -INFINITY;
+  CHECK(first_nonfinite(layout, p) == "tensor decoder.layers.1.ffn.fc2.bias, element 3 is -Inf");
 }

@@ -263,7 +263,7 @@ VKF_TEST_CASE("beam search equals exhaustive search on a tiny vocabulary", "[dec
   }
 }
 
-VKF_TEST_CASE("batched translation equals one by one; n-best lists are sorted", "[decode]") {
+VKF_TEST_CASE("batched translation equals one by one and n-best lists are sorted", "[decode]") {
   Device& dev = test::device();
   const ModelConfig c = tiny_config(20);
   DeviceParams params(dev, c);

@@ -130,16 +130,56 @@ VKF_TEST_CASE("a stop request ends the run with a loadable checkpoint", "[model]
   TrainerOptions o = small_run(dir);
   o.max_steps = 1000;
   o.stop_requested = &stop;
+  // Requested before the first step: nothing was trained, so nothing is written.
   TrainSummary s = train(dev, o);
+  CHECK(s.interrupted);
+  CHECK(s.steps == 0);
+  CHECK(s.last_checkpoint.empty());
+  CHECK(list_checkpoints(dir.string()).empty());
+  // After a step: that step is saved ...
+  stop = false;
+  o.stop_after_micro_batches = 1;
+  s = train(dev, o);
   CHECK(s.interrupted);
   CHECK(s.steps == 1);
   Checkpoint ck = load_checkpoint(resolve_checkpoint(dir.string()));
   CHECK(ck.step == 1);
-  // ... and it resumes.
-  stop = false;
+  // ... and the run resumes.
+  o.stop_after_micro_batches = 0;
   o.resume = true;
   o.max_steps = 2;
   CHECK(train(dev, o).steps == 2);
+}
+
+VKF_TEST_CASE("a stop between micro-batches drops the partial step and the resumed run is exact",
+              "[model][trainer]") {
+  Device& dev = test::device();
+  const fs::path a = temp_dir("micro-straight"), b = temp_dir("micro-stopped");
+  TrainerOptions straight = small_run(a);
+  straight.accumulate = 3;
+  straight.max_steps = 3;
+  train(dev, straight);
+
+  // Stopped after step 1 and one micro-batch of step 2.
+  TrainerOptions stopped = straight;
+  stopped.out_dir = b.string();
+  stopped.max_steps = 1000;
+  stopped.stop_after_micro_batches = 4;
+  TrainSummary s = train(dev, stopped);
+  CHECK(s.interrupted);
+  CHECK(s.steps == 1);
+  CHECK(list_checkpoints(b.string()).size() == 1);
+  CHECK(fs::exists(b / checkpoint_name(1)));
+  // The data position of the checkpoint is the end of step 1, not the dropped micro-batch.
+  const uint64_t n =
+      ParamLayout(load_checkpoint((b / checkpoint_name(1)).string()).config).total_floats();
+  CHECK(load_train_state((b / train_state_name(1)).string(), n).position.batch == 3);
+
+  TrainerOptions resumed = straight;
+  resumed.out_dir = b.string();
+  resumed.resume = true;
+  CHECK(train(dev, resumed).steps == 3);
+  CHECK(read_bytes(a / checkpoint_name(3)) == read_bytes(b / checkpoint_name(3)));
 }
 
 VKF_TEST_CASE("the trainer refuses what it cannot continue", "[model][trainer]") {

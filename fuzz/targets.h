@@ -1,0 +1,29 @@
+#pragma once
+// The readers that take bytes from outside, as fuzz targets: each takes any input, must refuse
+// bad input with vkf::Error (caught here) and never crash, read out of bounds or break the
+// invariants checked below (which abort, so libFuzzer and the tests see them). The same
+// functions run in libFuzzer binaries (fuzz_<name>.cpp, scripts/fuzz) and over the committed
+// seeds and regressions in the unit tests (tests/model/test_fuzz_inputs.cpp).
+#include <string_view>
+#include <vector>
+
+namespace vkf::fuzz {
+
+// safetensors header and data rules, then the checkpoint's config against its tensors.
+void safetensors(std::string_view bytes);
+// The optimizer-state file beside a checkpoint.
+void optimizer_state(std::string_view bytes);
+// The model config JSON (a checkpoint's `config`, `vkf train --config`).
+void config(std::string_view bytes);
+// The line reader (caps, CR handling) and both UTF-8 checks, which must agree.
+void lines(std::string_view bytes);
+// The BLEU and chrF readers and metrics: hypothesis and reference text split at the first NUL.
+void metrics(std::string_view bytes);
+
+struct Target {
+  const char* name;  // also the directory name under fuzz/corpus and fuzz/regressions
+  void (*run)(std::string_view);
+};
+const std::vector<Target>& all_targets();
+
+}  // namespace vkf::fuzz
