@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <regex>
 #include <sstream>
 
 #include "apps/vkf/command.h"
@@ -45,9 +46,18 @@ int run_bench(const BenchArgs& a) {
   bench::RunOptions o = a.options;
   o.suite = bench::parse_suite(a.suite);
   if (o.repeat < 1) throw Error("--repeat must be at least 1");
+  for (const auto& [flag, pattern] :
+       {std::pair{"--rows", o.rows}, {"--wrong-kernel", o.wrong_rows}})
+    try {
+      std::regex check(pattern);
+    } catch (const std::regex_error& e) {
+      throw Error(std::string(flag) + " '" + pattern +
+                  "' is not a regular expression: " + e.what());
+    }
   if (a.list) {
     for (const bench::RowSpec& r : bench::suite_rows(o.suite))
-      std::cout << r.id << "\t" << r.title << "\n";
+      if (o.rows.empty() || std::regex_search(r.id, std::regex(o.rows)))
+        std::cout << r.id << "\t" << r.title << "\n";
     return 0;
   }
   auto instance = std::make_shared<Instance>();
@@ -101,7 +111,7 @@ RegisterCommand reg(
       sub.add_option("--rows", a->options.rows,
                      "Only the rows whose id matches this regular expression (see --list); the "
                      "peak rows always run");
-      sub.add_flag("--list", a->list, "List the suite's row ids and titles, run nothing");
+      sub.add_flag("--list", a->list, "List the suite's row ids and titles (those --rows selects)");
       // Test hook (tests/apps/test_bench.cpp): corrupt the checked output of the matching rows,
       // which must then FAIL.
       sub.add_option("--wrong-kernel", a->options.wrong_rows)->group("");

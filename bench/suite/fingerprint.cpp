@@ -60,6 +60,10 @@ nlohmann::json host_description() {
   h["cpu"] = file_value("/proc/cpuinfo", "model name");
   h["logical_cores"] = std::thread::hardware_concurrency();
   h["os"] = file_value("/etc/os-release", "PRETTY_NAME");
+  // On a shared machine the rates move with the load: the 1-minute load average at the start.
+  std::ifstream load("/proc/loadavg");
+  double load1 = -1;
+  if (load >> load1) h["load_average_1min"] = load1;
   utsname u{};
   if (uname(&u) == 0) h["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
   // The variables that change what runs: vkformer's own (VKF_*) and Mesa's llvmpipe (LP_*).

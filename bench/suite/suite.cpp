@@ -26,6 +26,14 @@ std::string utc_now() {
   return buf;
 }
 
+// CPU seconds of the whole process (every thread: lavapipe's workers too). Beside the wall time
+// in the progress lines: on a shared machine the two part.
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
 std::string pad(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s;
@@ -58,6 +66,7 @@ DeviceReport run_suite(Device& dev, const RunOptions& options, std::ostream& pro
     row.group = spec.group;
     row.title = spec.title;
     const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = cpu_seconds();
     try {
       spec.run(cx, row);
     } catch (const Refused& e) {
@@ -69,7 +78,7 @@ DeviceReport run_suite(Device& dev, const RunOptions& options, std::ostream& pro
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     progress << " " << check_name(row.check);
     if (row.check != Check::skip) progress << format(" %.4g ", row.rate) << row.unit;
-    progress << format(" (%.1f s)", secs) << "\n";
+    progress << format(" (%.1f s, ", secs) << format("%.1f s CPU)", cpu_seconds() - cpu0) << "\n";
     if (row.check == Check::fail) progress << "    " << row.reason << "\n";
     report.rows.push_back(std::move(row));
   }
