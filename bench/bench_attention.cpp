@@ -21,6 +21,7 @@
 
 #include "bench/bench_device.h"
 #include "bench/bench_peak.h"
+#include "bench/suite/shapes.h"
 #include "engine/engine.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/matmul.h"
@@ -59,7 +60,7 @@ double matmul_gflops(Device& dev) {
 
 void run(benchmark::State& state, bool backward) {
   const uint32_t batch = uint32_t(state.range(0)), len = uint32_t(state.range(1));
-  const uint32_t heads = 8, d = 64;
+  const uint32_t heads = bench::k_attention_heads, d = bench::k_attention_head_dim;
   const bool causal = state.range(2) != 0;
   const float dropout = state.range(3) ? 0.1f : 0.0f;
   const auto path = static_cast<ops::AttentionPath>(state.range(4));
@@ -110,18 +111,20 @@ void BM_attention_backward(benchmark::State& s) {
   run(s, true);
 }
 
-// Args: batch, len, causal, dropout, path (1 tiled, 2 rows).
-// len 256 runs only plain: on lavapipe one tiled backward iteration there takes ~30 s.
-#define SHAPES                                            \
-  ArgNames({"batch", "len", "causal", "dropout", "path"}) \
-      ->ArgsProduct({{64}, {64}, {0}, {0}, {1, 2}})       \
-      ->ArgsProduct({{64}, {64}, {1}, {1}, {1, 2}})       \
-      ->ArgsProduct({{16}, {256}, {0}, {0}, {1, 2}})      \
-      ->ArgsProduct({{392}, {64}, {0, 1}, {0}, {1, 2}})   \
-      ->Unit(benchmark::kMillisecond)                     \
-      ->UseRealTime()
-BENCHMARK(BM_attention_forward)->SHAPES;
-BENCHMARK(BM_attention_backward)->SHAPES;
+// Args: batch, len, causal, dropout, path (1 tiled, 2 rows); the shapes are
+// bench/suite/shapes.h's, shared with `vkf bench`.
+int register_all() {
+  for (auto* fn : {BM_attention_forward, BM_attention_backward}) {
+    auto* b = benchmark::RegisterBenchmark(
+        fn == BM_attention_forward ? "BM_attention_forward" : "BM_attention_backward", fn);
+    b->ArgNames({"batch", "len", "causal", "dropout", "path"});
+    for (const bench::AttentionShape& s : bench::attention_shapes())
+      for (int64_t path : {1, 2}) b->Args({s.batch, s.len, s.causal, s.dropout, path});
+    b->Unit(benchmark::kMillisecond)->UseRealTime();
+  }
+  return 0;
+}
+[[maybe_unused]] const int registered = register_all();
 
 }  // namespace
 

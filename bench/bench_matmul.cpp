@@ -50,6 +50,8 @@
 
 #include "apps/tool_env/tool_env.h"
 #include "bench/bench_peak.h"
+#include "bench/openblas_env.h"
+#include "bench/suite/shapes.h"
 #include "bench/torch_side.h"
 #include "engine/engine.h"
 #include "engine/ops/elementwise.h"
@@ -357,27 +359,10 @@ void bm_openblas(benchmark::State& state) {
 }
 #endif
 
-// m, n, k, form (0 A B, 1 A B^T, 2 A^T B), at batches of 4096 and 25000 tokens: FFN fc1
-// x[T,512] W1[2048,512]^T, fc2 h[T,2048] W2[512,2048]^T; the attention projections x[T,512]
-// W[512,512]^T; the vocabulary projection x[T,512] E[37000,512]^T; and fc1's backward at 4096
-// tokens: dx = dh[T,2048] W1[2048,512] (A B) and dW1 = dh^T x (A^T B). 1024 x 1024 x 1040 A B^T:
-// rows 4160 bytes apart instead of 4096, which on lavapipe runs 1.5x faster than 1024^3 (the rows
-// a workgroup reads at once alias in the CPU's L1 when their stride is a multiple of 4 KiB).
-const std::vector<std::vector<int64_t>> k_shapes = {
-    {1024, 1024, 1024, 0}, {1024, 1024, 1024, 1}, {1024, 1024, 1040, 1},  {4096, 512, 512, 1},
-    {4096, 2048, 512, 1},  {4096, 512, 2048, 1},  {4096, 37000, 512, 1},  {25000, 512, 512, 1},
-    {25000, 2048, 512, 1}, {25000, 512, 2048, 1}, {25000, 37000, 512, 1}, {4096, 512, 2048, 0},
-    {2048, 512, 4096, 2},
-};
-
-// f16 rows at every shape with VKF_BENCH_F16_ALL=1; else up to 2^32 m n k (1024^3 and the
-// 4096-token shapes but the vocabulary projection), as lavapipe takes seconds a call beyond.
-bool f16_row(int64_t m, int64_t n, int64_t k) {
-  return env_is("VKF_BENCH_F16_ALL", "1") || double(m) * n * k <= 4294967296.0;
-}
-
 void register_all() {
-  for (const auto& s : k_shapes) {
+  // The shapes (and which get f16 rows) are bench/suite/shapes.h's, shared with `vkf bench`.
+  for (const vkf::bench::MatmulShape& shape : vkf::bench::matmul_shapes()) {
+    const std::vector<int64_t> s = {shape.m, shape.n, shape.k, int64_t(shape.form)};
     // Large shapes take seconds a call on a CPU device: one timed call each there (OpenBLAS
     // too); a GPU takes milliseconds, so Google Benchmark's own iteration count applies.
     const bool big = large(s[0], s[1], s[2]) && shared().device->info().is_cpu();
@@ -389,7 +374,9 @@ void register_all() {
     if (big) o->Iterations(1);
 #endif
     for (const vkf::DType dtype : {vkf::DType::f32, vkf::DType::f16}) {
-      if (dtype == vkf::DType::f16 && !f16_row(s[0], s[1], s[2])) continue;
+      if (dtype == vkf::DType::f16 && !env_is("VKF_BENCH_F16_ALL", "1") &&
+          !vkf::bench::f16_by_default(shape))
+        continue;
       const std::string name = std::string("vkf_matmul_") + vkf::dtype_name(dtype);
       auto* v = benchmark::RegisterBenchmark(
                     name.c_str(), [dtype](benchmark::State& state) { bm_vkf(state, dtype); })
@@ -424,6 +411,7 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  vkf::bench::openblas_without_old_cpu_overrides(argv);
   register_all();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

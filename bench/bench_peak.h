@@ -4,12 +4,12 @@
 // GB/s), peak_GFLOP/s or peak_GB/s, and ratio_peak = rate / peak.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "bench/suite/timing.h"
 #include "engine/engine.h"
 #include "engine/ops/peak.h"
 
@@ -43,36 +43,8 @@ inline void report_against_peak(benchmark::State& state, Device& dev, double amo
   state.counters["ratio_peak"] = rate / (flops ? peak.gflops : peak.gbytes_s);
 }
 
-// GPUs are timed by the kernels' own timestamps, as CUDA events time PyTorch's: there one submit
-// and fence wait cost tens of microseconds, longer than many of these kernels. CPU devices are
-// timed by the host clock (a submit costs little next to their kernels, and lavapipe's
-// timestamps are host clock reads anyway). VKF_BENCH_TIMESTAMPS=1 or 0 forces either.
-inline bool timed_by_timestamps(const Device& dev) {
-  if (const char* e = std::getenv("VKF_BENCH_TIMESTAMPS"); e && *e)
-    return std::string(e) == "1" && dev.info().timestamp_valid_bits != 0;
-  return !dev.info().is_cpu() && dev.info().timestamp_valid_bits != 0;
-}
-
-// Options for the recorder of a timed sequence: timestamps around its dispatches where the
-// device is timed by them.
-inline RecorderOptions timed_recorder(const Device& dev) {
-  RecorderOptions o;
-  o.profile = timed_by_timestamps(dev);
-  return o;
-}
-
-// Runs `seq` once and returns the seconds it took: from its first to its last timestamp when
-// it was recorded with them (timed_recorder), else by the host clock around submit and wait.
-inline double timed_run(Sequence& seq) {
-  const auto t0 = std::chrono::steady_clock::now();
-  seq.run();
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::vector<KernelTiming> kernels = seq.timings();
-  if (kernels.empty()) return wall;
-  double ms = 0;
-  for (const KernelTiming& k : kernels) ms += k.milliseconds;
-  return ms * 1e-3;
-}
+// The timing code (timed_recorder, timed_run: timestamps on GPUs, the host clock on CPU
+// devices) is bench/suite/timing.h, shared with `vkf bench`.
 
 // Runs `seq` once (warm-up: pipelines, first touch), then once per benchmark iteration, and
 // reports `amount` (what one run does) against the device's peak. Record `seq` with

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "bench/bench_device.h"
+#include "bench/suite/shapes.h"
 #include "bench/torch_side.h"
 #include "engine/engine.h"
 #include "engine/step_scalars.h"
@@ -54,9 +55,10 @@ double torch_tokens_per_second(const std::string& preset, int batch, int len, in
 void train_step(benchmark::State& state, const std::string& preset) {
   vkf::Device& dev = device();
   const bool cpu = dev.info().is_cpu();
-  const bool large = preset == "base" || preset == "big";
-  const int tokens = env_int("VKF_BENCH_TOKENS", cpu && large ? 1024 : 4096);
-  const int len = 32, batch = std::max(1, tokens / len), vocab = 8000;
+  // The batch and vocabulary are bench/suite/shapes.h's, shared with `vkf bench`.
+  const int tokens = env_int("VKF_BENCH_TOKENS", int(vkf::bench::train_tokens(preset, cpu)));
+  const int len = int(vkf::bench::k_train_len), batch = std::max(1, tokens / len);
+  const int vocab = int(vkf::bench::k_train_vocab);
 
   vkf::model::ModelConfig c = vkf::model::ModelConfig::preset(preset);
   c.vocab_size = vocab;

@@ -1,6 +1,7 @@
 #pragma once
 // Runs one of the PyTorch side-by-side scripts in bench/ and returns its JSON line, or null when
-// VKF_BENCH_TORCH=0, when no interpreter has torch, or when the script reports an error.
+// VKF_BENCH_TORCH=0, when no interpreter has torch, or when the script reports an error. The
+// script runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset.
 //
 // The interpreter: VKF_PYTHON when set (and only it), else the first of `python3` on PATH (a
 // GPU machine's venv, e.g. /opt/torch/.venv), /opt/torch/.venv/bin/python3 and Debian's
@@ -40,8 +41,10 @@ inline nlohmann::json run_torch(const std::string& script_and_args) {
   if (const char* off = std::getenv("VKF_BENCH_TORCH"); off && std::string(off) == "0") return {};
   const std::string& python = torch_python();
   if (python.empty()) return {};
-  const std::string cmd =
-      "'" + python + "' " + VKF_BENCH_DIR + "/" + script_and_args + " 2>/dev/null";
+  // Without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE: set for old OpenBLAS builds on some
+  // machines, they halve the CPU anchor (see bench/openblas_env.h).
+  const std::string cmd = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE '" + python + "' " +
+                          VKF_BENCH_DIR + "/" + script_and_args + " 2>/dev/null";
   std::FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {};
   std::string out;

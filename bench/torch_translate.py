@@ -9,6 +9,11 @@ Loads a vkf checkpoint (safetensors, the names of docs/design.md) into torch.nn.
           per step, cross-attention keys and values projected once), as fairseq and CTranslate2
           decode; `--no-cache` re-runs nn.Transformer's decoder over the whole prefix instead.
           `--device cuda` on a GPU machine.
+  translate  decodes real sentences: "src ids" lines (from `vkf vocab --model M --encode`) on
+          stdin, longest first in batches of --batch as `vkf translate` batches them, output
+          lengths up to --max-len-a * (source + EOS) + --max-len-b, the best hypothesis by
+          GNMT's length penalty ((5 + len) / 6)^alpha; writes its ids (no BOS, no EOS) a line,
+          in input order, and a JSON line of timings on stderr.
   check   asserts that the cached decoder's log-probabilities equal nn.Transformer's.
   score   reads "src ids TAB tgt ids" lines (from `vkf vocab --model M --encode`) and prints
           the summed log-probability of each target (EOS included) and its token count, like
@@ -170,7 +175,7 @@ class CachedDecoder:
 
 
 @torch.no_grad()
-def beam_search(m, src, beam, max_len, cache=True):
+def beam_search(m, src, beam, max_len, cache=True, with_scores=False):
     """Batched beam search (beam 1: greedy); finished hypotheses kept per sentence."""
     c = m.c
     B, dev = src.shape[0], src.device
@@ -202,7 +207,7 @@ def beam_search(m, src, beam, max_len, cache=True):
         scores = top
         if bool(done.all()):
             break
-    return seqs
+    return (seqs, scores) if with_scores else seqs
 
 
 def random_sources(c, batch, src_len, device):
@@ -239,6 +244,52 @@ def speed(a):
                       a.batch * a.repeats / dt, "output_tokens_per_second": n_tokens / dt,
                       "kv_cache": not a.no_cache, "device": str(dev),
                       "threads": torch.get_num_threads(), "torch": torch.__version__}))
+
+
+@torch.no_grad()
+def translate(a):
+    c, w = load_safetensors(a.model)
+    torch.set_num_threads(a.threads)
+    dev = torch.device(a.device)
+    m = Model(c, w).to(dev)
+    sources = []
+    for line in sys.stdin:
+        ids = [int(x) for x in line.split()][: c["max_len"] - 1]
+        sources.append(ids + [c["eos_id"]])
+    order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))  # stable, longest first
+    out = [[] for _ in sources]
+    sync(dev)
+    t0 = time.perf_counter()
+    n_tokens = 0
+    for start in range(0, len(order), a.batch):
+        idx = order[start:start + a.batch]
+        L = max(len(sources[i]) for i in idx)
+        src = torch.full((len(idx), L), c["pad_id"], dtype=torch.long)
+        for r, i in enumerate(idx):
+            src[r, :len(sources[i])] = torch.tensor(sources[i])
+        max_len = min(c["max_len"], max(int(a.max_len_a * len(sources[i])) + a.max_len_b
+                                        for i in idx))
+        seqs, scores = beam_search(m, src.to(dev), a.beam, max_len, True, with_scores=True)
+        seqs = seqs.cpu().tolist()
+        for r, i in enumerate(idx):
+            best, best_key = [], -math.inf
+            for k in range(a.beam):
+                hyp = seqs[r * a.beam + k][1:]
+                n = hyp.index(c["eos_id"]) + 1 if c["eos_id"] in hyp else len(hyp)
+                key = float(scores[r, k]) / (((5.0 + n) / 6.0) ** a.alpha if a.beam > 1 else 1.0)
+                if key > best_key:
+                    best, best_key = hyp[:n], key
+            out[i] = [t for t in best if t != c["eos_id"]]
+            n_tokens += len(best)
+    sync(dev)
+    dt = time.perf_counter() - t0
+    for o in out:
+        print(" ".join(map(str, o)))
+    print(json.dumps({"beam": a.beam, "batch": a.batch, "sentences": len(sources), "seconds": dt,
+                      "sentences_per_second": len(sources) / dt,
+                      "output_tokens_per_second": n_tokens / dt, "kv_cache": True,
+                      "device": str(dev), "threads": torch.get_num_threads(),
+                      "torch": torch.__version__}), file=sys.stderr)
 
 
 @torch.no_grad()
@@ -290,15 +341,24 @@ def main():
     sp.add_argument("--threads", type=int, default=0)
     sp.add_argument("--device", default="cpu")
     sp.add_argument("--no-cache", action="store_true", help="re-run the decoder over the prefix")
+    tr = sub.add_parser("translate")
+    tr.add_argument("--model", required=True)
+    tr.add_argument("--beam", type=int, default=4)
+    tr.add_argument("--batch", type=int, default=32)
+    tr.add_argument("--alpha", type=float, default=0.6)
+    tr.add_argument("--max-len-a", type=float, default=1.0)
+    tr.add_argument("--max-len-b", type=int, default=50)
+    tr.add_argument("--threads", type=int, default=0)
+    tr.add_argument("--device", default="cpu")
     ck = sub.add_parser("check")
     ck.add_argument("--model", required=True)
     sc = sub.add_parser("score")
     sc.add_argument("--model", required=True)
     a = ap.parse_args()
-    if a.cmd == "speed":
+    if a.cmd in ("speed", "translate"):
         import os
         a.threads = a.threads or os.cpu_count() or 1
-        speed(a)
+        (speed if a.cmd == "speed" else translate)(a)
     elif a.cmd == "check":
         check(a)
     else:

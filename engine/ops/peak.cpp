@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 
 #include "engine/error.h"
 #include "engine/launch.h"
@@ -34,7 +35,9 @@ void fma_probe(Device& dev, Recorder& rec, const FmaProbeArgs& a) {
     uint32_t threads, iterations;
     float a, b;
   } push{a.threads, a.iterations, a.a, a.b};
-  const Kernel& k = dev.kernel({"peak_fma", 1, sizeof push, {k_probe_local, a.chains}});
+  if (a.f16 && !dev.info().fp16) throw Error("fma_probe: fp16 chains need shaderFloat16");
+  const Kernel& k =
+      dev.kernel({a.f16 ? "peak_fma_f16" : "peak_fma", 1, sizeof push, {k_probe_local, a.chains}});
   rec.dispatch(k, {out(a.out)}, push, groups_1d(a.threads, k_probe_local));
 }
 
@@ -51,28 +54,43 @@ void copy_probe(Device& dev, Recorder& rec, const BufferRef& src, const BufferRe
   rec.dispatch(k, {in(src), out(dst)}, push, groups_1d(n, k_probe_local));
 }
 
-DevicePeak measure_peak(Device& dev, double min_seconds) {
-  DevicePeak peak;
+namespace {
 
-  // FMA rate: grow the thread count until a dispatch takes min_seconds (a GPU needs ~10^6
-  // threads to fill, a CPU far fewer), for a few chain counts (latency x pipes differs).
+// The best FMA rate over a few chain counts, growing the thread count until a dispatch takes
+// min_seconds (a GPU needs ~10^6 threads to fill, a CPU far fewer): gflops, chains, threads.
+std::tuple<double, uint32_t, uint32_t> best_fma(Device& dev, const BufferRef& out_buf,
+                                                double min_seconds, bool f16) {
   const uint32_t iterations = 1024, max_threads = 1u << 24;
-  Buffer out_buf = dev.allocate(uint64_t{max_threads} * 4, "peak probe output");
+  std::tuple<double, uint32_t, uint32_t> best{0.0, 0u, 0u};
   for (uint32_t chains : {8u, 16u, 32u}) {
     for (uint32_t threads = 1u << 12;; threads *= 2) {
       Recorder rec(dev);
-      fma_probe(dev, rec,
-                {.out = out_buf, .threads = threads, .iterations = iterations, .chains = chains});
+      FmaProbeArgs args{
+          .out = out_buf, .threads = threads, .iterations = iterations, .chains = chains};
+      if (f16) args.a = 0.5f, args.b = 0.25f, args.f16 = true;  // stays normal in fp16
+      fma_probe(dev, rec, args);
       Sequence seq = rec.finish();
       seq.run();  // warm-up: pipeline compilation
       const double t = best_run_seconds(seq);
       if (t >= min_seconds || threads == max_threads) {
         const double gflops = 2.0 * chains * iterations * threads / t * 1e-9;
-        if (gflops > peak.gflops) peak = {gflops, peak.gbytes_s, chains, peak.copy_vec4};
+        if (gflops > std::get<0>(best)) best = {gflops, chains, threads};
         break;
       }
     }
   }
+  return best;
+}
+
+}  // namespace
+
+DevicePeak measure_peak(Device& dev, double min_seconds, bool fp16) {
+  DevicePeak peak;
+  Buffer out_buf = dev.allocate(uint64_t{1u << 24} * 4, "peak probe output");
+  std::tie(peak.gflops, peak.chains, peak.threads) = best_fma(dev, out_buf, min_seconds, false);
+  if (fp16 && dev.info().fp16)
+    std::tie(peak.gflops_f16, peak.chains_f16, peak.threads_f16) =
+        best_fma(dev, out_buf, min_seconds, true);
 
   // Copy bandwidth over the largest buffer pair that fits (up to 256 MiB each: past any cache).
   const uint64_t bytes = std::min<uint64_t>({dev.info().max_storage_buffer_range,
@@ -89,6 +107,7 @@ DevicePeak measure_peak(Device& dev, double min_seconds) {
     if (gbs > peak.gbytes_s) {
       peak.gbytes_s = gbs;
       peak.copy_vec4 = vec4;
+      peak.copy_bytes = bytes;
     }
   }
   return peak;

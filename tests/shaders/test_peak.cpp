@@ -48,6 +48,36 @@ VKF_TEST_CASE("FMA probe: every thread's chains against a double reference", "[s
       Catch::Contains("chains"));
 }
 
+VKF_TEST_CASE("fp16 FMA probe: chains in float16_t against a double reference", "[shaders][peak]") {
+  Device& dev = test::device();
+  if (!dev.info().fp16) VKF_SKIP(dev.info().name << " has no shaderFloat16");
+  // x = x / 2 + 1/4 contracts to 0.5: each step's fp16 rounding (2^-11 near 0.5, whether the
+  // FMA rounds once or through fp32) stays within a few ulps of the exact chain.
+  const uint32_t threads = 999, iterations = 48, chains = 16;
+  Buffer out_buf = dev.allocate((threads + 3) * 4, "out");
+  dev.upload(out_buf, std::vector<float>(threads + 3, test::k_poison));
+  Recorder rec(dev);
+  ops::fma_probe(dev, rec,
+                 {.out = out_buf,
+                  .threads = threads,
+                  .iterations = iterations,
+                  .chains = chains,
+                  .a = 0.5f,
+                  .b = 0.25f,
+                  .f16 = true});
+  rec.finish().run();
+  std::vector<double> want(threads);
+  for (uint32_t t = 0; t < threads; ++t)
+    for (uint32_t c = 0; c < chains; ++c) {
+      double x = double(t % 7 + c) / 1024.0;
+      for (uint32_t i = 0; i < iterations; ++i) x = x * 0.5 + 0.25;
+      want[t] += x;
+    }
+  auto got = dev.download<float>(out_buf, threads + 3);
+  CHECK(test::tolerance_ratio({got.begin(), got.begin() + threads}, want, 0, 4e-3) <= 1.0);
+  for (uint32_t t = threads; t < threads + 3; ++t) CHECK(got[t] == test::k_poison);
+}
+
 VKF_TEST_CASE("copy probe: scalar and 4-vector copies, the rest untouched", "[shaders][peak]") {
   Device& dev = test::device();
   const uint64_t total = 70000;
@@ -73,4 +103,12 @@ VKF_TEST_CASE("measure_peak gives positive rates", "[shaders][peak]") {
   CHECK(peak.gflops > 0);
   CHECK(peak.gbytes_s > 0);
   CHECK(peak.chains >= 8);
+  CHECK(peak.threads > 0);
+  CHECK(peak.copy_bytes > 0);
+  CHECK(peak.gflops_f16 == 0);  // not asked for
+  if (test::device().info().fp16) {
+    const ops::DevicePeak with_f16 = ops::measure_peak(test::device(), 0.002, true);
+    CHECK(with_f16.gflops_f16 > 0);
+    CHECK(with_f16.chains_f16 >= 8);
+  }
 }
