@@ -7,11 +7,12 @@
 #include <string_view>
 #include <vector>
 
+#include "model/data/utf8.h"
+
 namespace vkf::model::eval {
 
-// Byte offset of the first malformed sequence (overlong, surrogate, > U+10FFFF, truncated), or
-// std::string_view::npos when `text` is valid UTF-8. Python's strict utf-8 codec rejects the same.
-size_t find_invalid_utf8(std::string_view text);
+// The validator is model/data/utf8.h's, shared with the corpus readers.
+using model::find_invalid_utf8;
 
 // Code points of `text`; throws vkf::Error naming `what` and the byte offset when invalid.
 std::u32string decode_utf8(std::string_view text, std::string_view what);
