@@ -270,6 +270,8 @@ AttentionTiles attention_default_tiles(const DeviceInfo& info, AttentionKernel k
   return t;
 }
 
+namespace {
+
 // Dispatches one of the three main kernels on the path `t` chose: "attention_rows_<name>" (one
 // subgroup per workgroup, `t.rows` rows a lane) or the tiled "attention_<name>". `args` are the
 // kernel's own bindings; the optional masks and scalars are appended. `len` is the length the
@@ -308,6 +310,8 @@ void dispatch_on_path(Device& dev, Recorder& rec, AttentionKernel kind, const st
   rec.dispatch(k, args, &push, sizeof push,
                tile_groups(len, kind == AttentionKernel::backward_kv ? t.block_k : t.block_q, a));
 }
+
+}  // namespace
 
 void attention_forward(Device& dev, Recorder& rec, const AttentionArgs& a) {
   validate(dev, a);
