@@ -7,19 +7,17 @@
 namespace vkf {
 
 struct StepScalars {
-  uint32_t step = 1;          // optimizer step, 1-based (learning-rate schedule, Adam bias terms)
-  uint32_t seed = 0;          // dropout seed
-  float grad_scale = 1.0f;    // gradients are multiplied by this before the update (1/tokens,
-                              // loss scaling, averaging across devices)
-  float lr_scale = 1.0f;      // multiplies the scheduled learning rate
-  uint32_t valid_tokens = 0;  // target tokens in the batch (for the loss normalisation)
+  uint32_t step = 1;        // optimizer step, 1-based (learning-rate schedule, Adam bias terms)
+  uint32_t seed = 0;        // dropout seed
+  float grad_scale = 1.0f;  // gradients are multiplied by this before the update (1/tokens,
+                            // loss scaling, averaging across devices)
+  float lr_scale = 1.0f;    // multiplies the scheduled learning rate
   // The batch row (sentence) this batch starts at within the whole batch of the step: dropout
   // masks are drawn as for that position, so data-parallel replicas, each running its share of
   // the rows, drop exactly what one device with the whole batch would.
   uint32_t dropout_row = 0;
-  uint32_t pad1 = 0, pad2 = 0;
-  float user[8] = {};  // free slots for op-specific values
+  uint32_t pad[3] = {};  // to 32 bytes, a multiple of 16 as uniform and storage layouts like
 };
-static_assert(sizeof(StepScalars) == 64);
+static_assert(sizeof(StepScalars) == 32);
 
 }  // namespace vkf

@@ -8,6 +8,7 @@
 
 #include "engine/error.h"
 #include "engine/launch.h"
+#include "engine/step_scalars.h"
 
 namespace vkf::ops {
 namespace {
@@ -166,7 +167,7 @@ void validate(Device& dev, const AttentionArgs& a) {
   if (!(a.dropout_p >= 0.0f && a.dropout_p < 1.0f))
     throw Error("attention: dropout probability " + std::to_string(a.dropout_p) +
                 " is outside [0, 1)");
-  if (a.dropout_p > 0.0f && (!a.scalars.valid() || a.scalars.size < 64))
+  if (a.dropout_p > 0.0f && (!a.scalars.valid() || a.scalars.size < sizeof(StepScalars)))
     throw Error("attention: dropout needs the StepScalars buffer (seed, step)");
 }
 

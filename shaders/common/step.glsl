@@ -6,9 +6,7 @@ struct StepScalars {
   uint seed;
   float grad_scale;
   float lr_scale;
-  uint valid_tokens;
   uint dropout_row;  // the batch row this batch starts at (dropout masks of data-parallel shares)
-  uint pad1, pad2;
-  float user[8];
+  uint pad0, pad1, pad2;
 };
 #endif
