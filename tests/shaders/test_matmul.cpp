@@ -487,8 +487,12 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
   const bool built = ops::matmul_coopmat_khr_built();
   CHECK(std::string(ops::choose_matmul_config(khr, true, DType::f16, 4096, 2048).name) ==
         (built ? "khr_coopmat" : "nvidia"));
-  CHECK(std::string(ops::choose_matmul_config(khr, false, DType::f16, 64, 37000).name) ==
+  // A decoder step's FFN (64 rows, 2048 columns: 16 large tiles) takes the small tiles; its
+  // vocabulary projection (64 x 37000: 290 large tiles) fills the GPU with the large ones.
+  CHECK(std::string(ops::choose_matmul_config(khr, true, DType::f16, 64, 2048).name) ==
         (built ? "khr_coopmat_64" : "nvidia"));
+  CHECK(std::string(ops::choose_matmul_config(khr, false, DType::f16, 64, 37000).name) ==
+        (built ? "khr_coopmat" : "nvidia"));
   CHECK(std::string(ops::choose_matmul_config(khr, true, DType::f32, 4096, 2048).name) == "nvidia");
   DeviceInfo khr_cpu = khr;
   khr_cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
