@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 
 #include "engine/error.h"
 

@@ -2,7 +2,7 @@
 // Model hyper-parameters: the paper's presets and every knob of its Table 3. Serialised into the
 // checkpoint's `config` metadata with the key names fixed by docs/design.md.
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 namespace vkf::model {
