@@ -128,11 +128,12 @@ TuningFile tune_matmuls(Device& dev, std::span<const ops::MatmulProblem> shapes,
     auto step = [&](size_t i, size_t n, const std::string& best) {
       if (!options.progress) return;
       Progress pr{s, todo.size(), i, n, cls, best, 0};
+      // By candidates, or by the budget where that is further, but never past this shape.
       const double by_time =
           std::chrono::duration<double>(Clock::now() - start).count() / options.budget_seconds;
       const double by_count =
           (double(s) + double(i) / double(std::max<size_t>(n, 1))) / double(todo.size());
-      pr.fraction = std::min(1.0, std::max(by_time, by_count));
+      pr.fraction = std::max(by_count, std::min(by_time, double(s + 1) / double(todo.size())));
       options.progress(pr);
     };
     f.matmul.push_back(tune_matmul(dev, todo[s], timer, options, deadline, step));

@@ -19,7 +19,8 @@ struct Progress {
   size_t shape = 0, shapes = 0;  // the shape being tuned (0-based) of how many
   size_t candidate = 0, candidates = 0;
   std::string shape_class, best;  // best: the winner so far's configuration
-  double fraction = 0;            // of the whole run, by budget or by candidates, the larger
+  // Of the whole run: by candidates, or by the budget where further, never past this shape.
+  double fraction = 0;
 };
 
 struct TunerOptions {
