@@ -82,15 +82,19 @@ std::vector<ops::MatmulConfig> matmul_candidates(const DeviceInfo& info,
   ops::MatmulConfig prior = *ops::table_matmul_config(info, p.trans_b, p.dtype, p.m, p.n).config;
   if (!prior.coopmat && !prior.texel) prior.texel = info.is_cpu();
   add(prior);
-  for (const ops::MatmulConfig& row : ops::matmul_configs()) add(row);
-  std::vector<ops::MatmulConfig> generated;
-  direct(info, generated);
-  staged(info, generated);
-  std::stable_sort(generated.begin(), generated.end(),
+  // The other rows were fitted to other devices: they take their turn by distance from the
+  // prior like the generated ones (before them at equal distance), so that a short budget goes
+  // to the prior's neighbours first (on a CPU device, the direct path's).
+  std::vector<ops::MatmulConfig> rest(ops::matmul_configs().begin(), ops::matmul_configs().end());
+  for (ops::MatmulConfig& c : rest)
+    if (!c.coopmat && !c.texel) c.texel = info.is_cpu();
+  direct(info, rest);
+  staged(info, rest);
+  std::stable_sort(rest.begin(), rest.end(),
                    [&](const ops::MatmulConfig& a, const ops::MatmulConfig& b) {
                      return distance(a, prior) < distance(b, prior);
                    });
-  for (const ops::MatmulConfig& c : generated) add(c);
+  for (const ops::MatmulConfig& c : rest) add(c);
   return out;
 }
 

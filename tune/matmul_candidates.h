@@ -12,7 +12,7 @@ namespace vkf::tune {
 // Every candidate fits `info` (matmul_config_misfit) and can run `p` (coopmat rows for f16
 // only, where the build has their kernel), without duplicates (MatmulConfig::same_kernel), in
 // the order the search tries them: the static table's row for `p` first (the prior: what an
-// untuned run gets), then the table's other rows, then the generated configurations nearest the
+// untuned run gets), then the table's other rows and the generated configurations, nearest the
 // prior first, so that a search cut short by its budget has tried the likeliest ones.
 std::vector<ops::MatmulConfig> matmul_candidates(const DeviceInfo& info,
                                                  const ops::MatmulProblem& p);

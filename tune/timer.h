@@ -20,11 +20,12 @@ class Timer {
 };
 
 // The device's clock (engine/timing.h: timestamps on GPUs, the host clock on CPU devices): one
-// warm-up run, then the median of `repeats` runs, or the first run alone when it is already
+// warm-up run, then the median of `repeats` runs (three: a budget of minutes buys more
+// candidates rather than more runs of each), or the first run alone when it is already
 // over the give-up time.
 class DeviceTimer : public Timer {
  public:
-  explicit DeviceTimer(int repeats = 5) : repeats_(repeats) {}
+  explicit DeviceTimer(int repeats = 3) : repeats_(repeats) {}
   RecorderOptions recorder_options(const Device& dev) const override;
   double seconds(Sequence& seq, const ops::MatmulConfig& candidate, const ops::MatmulProblem& shape,
                  double give_up_above) override;
