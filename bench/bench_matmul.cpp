@@ -299,9 +299,12 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype,
   state.counters["GFLOP/cpu_s"] =
       flops * double(state.iterations()) * 1e-9 / (process_cpu_seconds() - cpu0);
   const auto* forced = row ? row : forced_config();
-  const auto& config =
+  const vkf::ops::MatmulConfig config =
       forced ? *forced
-             : vkf::ops::choose_matmul_config(dev.info(), trans_b, dtype, uint32_t(m), uint32_t(n));
+             : vkf::ops::choose_matmul(
+                   dev, vkf::ops::MatmulProblem{dtype, trans_a, trans_b, uint32_t(m), uint32_t(n),
+                                                uint32_t(k)})
+                   .config;
   std::string label = dev.info().name + " config=" + config.name +
                       " dispatches=" + std::to_string(seq->dispatch_count());
   if (seconds <= 0) {

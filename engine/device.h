@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/device_info.h"
@@ -21,6 +22,8 @@
 #include "engine/sync.h"
 
 namespace vkf {
+
+struct Tuning;  // engine/tuning.h
 
 // Features of an adopted device that the engine may use because the host enabled them (the
 // engine cannot ask the driver which features a VkDevice was created with).
@@ -92,6 +95,11 @@ class Device {
     kernels_->add_shader(name, spirv);
   }
   PipelineCache& pipeline_cache() { return *pipeline_cache_; }
+  // The tuned kernel configurations the ops prefer to their static tables (engine/tuning.h;
+  // the tools load them from a tuning file matching this device and driver, tune/). nullptr:
+  // the tables only. Set it before recording: sequences already recorded keep their kernels.
+  void set_tuning(std::shared_ptr<const Tuning> tuning) { tuning_ = std::move(tuning); }
+  const Tuning* tuning() const { return tuning_.get(); }
 
   // Blocking copies through the staging ring.
   void upload(const BufferRef& dst, const void* src, size_t bytes);
@@ -138,6 +146,7 @@ class Device {
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<PipelineCache> pipeline_cache_;
   std::unique_ptr<KernelCache> kernels_;
+  std::shared_ptr<const Tuning> tuning_;
   Buffer staging_;
   VkCommandBuffer transfer_cmd_ = VK_NULL_HANDLE;
   OwnedFence transfer_fence_;

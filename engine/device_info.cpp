@@ -308,8 +308,9 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
   info.fp16 = f12.shaderFloat16;
   info.int8 = f12.shaderInt8;
   info.storage16 = f11.storageBuffer16BitAccess;
-  // Once vulkanMemoryModel is enabled, Device-scope atomics (embedding_bwd, ...) need its device
-  // scope too: enable the model only where both come (lavapipe has the first, not the second).
+  // Once vulkanMemoryModel is enabled, Device-scope atomics (embedding_backward, ...) need its
+  // device scope too: enable the model only where both come (lavapipe has the first, not the
+  // second).
   info.vulkan_memory_model = f12.vulkanMemoryModel && f12.vulkanMemoryModelDeviceScope;
   // The extension without its feature cannot be enabled (engine/device.cpp enables both).
   info.nv_coopmat = info.nv_coopmat && coop_features.cooperativeMatrix;

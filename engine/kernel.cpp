@@ -45,6 +45,13 @@ bool driver_header_matches(const std::string& blob, const DeviceInfo& info) {
 
 }  // namespace
 
+std::string device_cache_stem(const DeviceInfo& info) {
+  std::ostringstream name;
+  name << std::hex << info.vendor_id << "-" << info.device_id << "-" << info.driver_version << "-"
+       << hex(info.pipeline_cache_uuid.data(), VK_UUID_SIZE);
+  return name.str();
+}
+
 bool KernelSpec::operator<(const KernelSpec& o) const {
   return std::tie(name, buffers, push_bytes, spec, subgroup_size, texel_buffers) <
          std::tie(o.name, o.buffers, o.push_bytes, o.spec, o.subgroup_size, o.texel_buffers);
@@ -54,11 +61,7 @@ PipelineCache::PipelineCache(VkDevice device, const DeviceInfo& info, std::strin
     : device_(device) {
   std::string blob;
   if (!dir.empty()) {
-    std::ostringstream name;
-    name << dir << "/" << std::hex << info.vendor_id << "-" << info.device_id << "-"
-         << info.driver_version << "-" << hex(info.pipeline_cache_uuid.data(), VK_UUID_SIZE)
-         << ".bin";
-    path_ = name.str();
+    path_ = dir + "/" + device_cache_stem(info) + ".bin";
     std::ifstream in(path_, std::ios::binary);
     if (in) {
       std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

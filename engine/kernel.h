@@ -47,6 +47,11 @@ class Kernel {
   OwnedPipeline pipeline_;
 };
 
+// "<vendor>-<device>-<driver>-<uuid>" (hex): the name of what is cached per device and driver
+// version (the pipeline cache, the tuning file: engine/tuning_file.h), so that a driver update
+// starts both afresh.
+std::string device_cache_stem(const struct DeviceInfo& info);
+
 // Persistent VkPipelineCache stored at <dir>/<vendor>-<device>-<driver>-<uuid>.bin, so shaders
 // are compiled by the driver once per driver version; a corrupt or foreign file is ignored and
 // rewritten.

@@ -85,6 +85,8 @@ class Sequence {
     wait();
   }
   uint32_t dispatch_count() const { return static_cast<uint32_t>(names_.size()); }
+  // The shaders dispatched, in order (tests ask which kernel variant an op chose).
+  const std::vector<std::string>& kernel_names() const { return names_; }
   uint32_t barrier_count() const { return barriers_; }
   // Per-dispatch times of the last run (profiling recorders only).
   std::vector<KernelTiming> timings() const;

@@ -41,6 +41,11 @@ DeviceOptions device_options(DeviceOptions base) {
   return base;
 }
 
+std::string tune_default() {
+  const std::string t = env("VKF_TUNE");
+  return t.empty() ? "auto" : t;
+}
+
 const CpuDriverSettings& configure_cpu_driver() {
   return vkf::configure_cpu_driver(cache_dir());
 }

@@ -7,6 +7,8 @@
 //                                  lavapipe shader caches under it (engine/cpu_driver.h)
 //   VKF_MATMUL_TEXEL=0|1           DeviceOptions::ops.matmul_texel_views
 //   VKF_ATTENTION_PATH=tiled|rows  DeviceOptions::ops.attention_rows ("automatic" = unset)
+//   VKF_TUNE=auto|off|FILE         the default of --tune (train, translate, bench; "auto"
+//                                  unset); the tests set off
 // A value the tools cannot read throws vkf::Error naming the variable.
 #include <string>
 
@@ -19,6 +21,8 @@ namespace vkf::tool {
 InstanceOptions instance_options(InstanceOptions base = {});
 // `base` with the variables above applied; an explicit base.pipeline_cache_dir is kept.
 DeviceOptions device_options(DeviceOptions base = {});
+// VKF_TUNE, else "auto".
+std::string tune_default();
 // VKF_CACHE_DIR, else $XDG_CACHE_HOME/vkformer, else $HOME/.cache/vkformer; "" without any.
 std::string cache_dir();
 // vkf::configure_cpu_driver(cache_dir()): call before the first Instance.

@@ -9,8 +9,11 @@
 #include <regex>
 #include <sstream>
 
+#include "apps/tool_env/tool_env.h"
 #include "apps/vkf/command.h"
+#include "apps/vkf/tuning_choice.h"
 #include "bench/suite/compare.h"
+#include "bench/suite/shapes.h"
 #include "bench/suite/suite.h"
 #include "engine/engine.h"
 
@@ -22,6 +25,7 @@ constexpr int k_exit_failed_check = 2;
 
 struct BenchArgs {
   std::string device, suite = "quick", json;
+  std::string tune;  // --tune auto|off|FILE (apps/vkf/tuning_choice.h)
   bench::RunOptions options;
   bool list = false;
   std::vector<std::string> compare_files;
@@ -39,6 +43,18 @@ std::vector<DeviceInfo> chosen_devices(const Instance& instance, const std::stri
   std::string one;
   if (selector.empty()) return {select_device(all, "")};
   while (std::getline(s, one, ',')) out.push_back(select_device(all, one));
+  return out;
+}
+
+// The f32 matmul shapes of the suite up to 2^32 m n k: what --tune auto tunes when the device
+// has no file yet (beyond, one run of the default alone takes seconds on a CPU device, and the
+// shape classes are the same).
+std::vector<ops::MatmulProblem> bench_matmul_problems(bench::Suite suite) {
+  std::vector<ops::MatmulProblem> out;
+  for (const bench::MatmulShape& s : bench::matmul_shapes())
+    if (s.suite <= suite && double(s.m) * s.n * s.k <= 4294967296.0)
+      out.push_back({DType::f32, s.form == bench::MatmulForm::atb, s.form == bench::MatmulForm::abt,
+                     s.m, s.n, s.k});
   return out;
 }
 
@@ -66,6 +82,7 @@ int run_bench(const BenchArgs& a) {
   for (const DeviceInfo& info : infos) {
     Device dev(instance, info);
     std::cerr << "vkf bench: suite " << a.suite << " on " << dev.label() << "\n";
+    apply_tuning(dev, a.tune, bench_matmul_problems(o.suite), "vkf bench", tool::cache_dir());
     report.devices.push_back(bench::run_suite(dev, o, std::cerr));
     std::cout << bench::results_table(report.devices.back()) << std::flush;
   }
@@ -105,6 +122,7 @@ RegisterCommand reg(
       sub.add_option("--suite", a->suite, "quick (about a minute on lavapipe), standard, full")
           ->capture_default_str();
       sub.add_option("--json", a->json, "Write every figure and the device fingerprint here");
+      add_tune_option(sub, a->tune);
       sub.add_option("--repeat", a->options.repeat,
                      "Timed runs per row after the checked one (at most 2 for rows over 1 s)")
           ->capture_default_str();

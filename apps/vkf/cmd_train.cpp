@@ -9,6 +9,7 @@
 
 #include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
+#include "apps/vkf/tuning_choice.h"
 #include "engine/error.h"
 #include "engine/exchange/process_group.h"
 #include "model/data/tokenizer.h"
@@ -29,6 +30,7 @@ struct TrainArgs {
   std::string exchange = "overlapped";
   std::string schedule = "noam";
   bool quiet = false;
+  std::string tune;  // --tune auto|off|FILE (apps/vkf/tuning_choice.h)
   // Individual model knobs (override preset and config file when given).
   std::optional<int> d_model, d_ff, heads, d_k, d_v, layers, encoder_layers, decoder_layers,
       max_positions;
@@ -151,6 +153,14 @@ int run_train(TrainArgs& a) {
   for (const auto& sel : selectors) {
     devices.push_back(open_device(sel));
     replicas.push_back(devices.back().get());
+    // The vocabulary projection is left out (the size is known once the vocabulary is read);
+    // the tuning runs at up to 4096 rows, which shares its shape classes with larger batches.
+    model::ModelConfig shapes = o.config;
+    shapes.vocab_size = 0;
+    apply_tuning(
+        *devices.back(), a.tune,
+        model_matmul_shapes(shapes, uint32_t(std::min<int64_t>(o.batching.max_tokens, 4096)), true),
+        "vkf train");
   }
   model::TrainSummary s = model::train(replicas, o);
   if (s.interrupted && s.last_checkpoint.empty()) {
@@ -171,6 +181,7 @@ RegisterCommand reg("train", "Train a Transformer on a parallel corpus", [](CLI:
   auto a = std::make_shared<TrainArgs>();
   model::TrainerOptions& o = a->trainer;
   sub.add_option("--preset", a->preset, "tiny, small, base or big")->capture_default_str();
+  add_tune_option(sub, a->tune);
   sub.add_option("--config", a->config_file, "JSON file of model keys (over the preset)")
       ->check(CLI::ExistingFile);
   sub.add_option("--train-sets", a->train_sets, "SRC TGT files, or one TSV file")->required();

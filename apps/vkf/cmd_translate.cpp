@@ -17,6 +17,7 @@
 #include "apps/tool_env/tool_env.h"
 #include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
+#include "apps/vkf/tuning_choice.h"
 #include "engine/engine.h"
 #include "model/data/line_reader.h"
 #include "model/decode/text.h"
@@ -28,6 +29,7 @@ namespace {
 
 struct TranslateArgs {
   std::string model, vocab, input, output, device;
+  std::string tune;  // --tune auto|off|FILE (apps/vkf/tuning_choice.h)
   model::decode::TranslateOptions options;
   uint32_t chunk = 2000;                  // lines read, sorted and translated together
   size_t chunk_bytes = size_t(64) << 20;  // and at most about this many bytes of them
@@ -77,6 +79,11 @@ int run(const TranslateArgs& args) {
   auto m = model::load_model(args.model, args.vocab);
   auto instance = std::make_shared<Instance>(tool::instance_options());
   auto dev = Device::create(instance, tool::device_options({.selector = args.device}));
+  // Decoder steps run beam x batch rows; the encoder more, which the same classes cover.
+  apply_tuning(
+      *dev, args.tune,
+      model_matmul_shapes(m.checkpoint.config, args.options.beam * args.options.batch_size, false),
+      "vkf translate");
   model::DeviceWeights params(*dev, m.checkpoint.config);  // weights only: no training state
   params.upload_checked(m.checkpoint.params, m.path);
   model::decode::Translator translator(*dev, params, args.options);
@@ -210,6 +217,7 @@ RegisterCommand reg(
           ->capture_default_str();
       add_max_line_bytes(sub, args->max_line_bytes);
       sub.add_option("--device", args->device, "Device: index, vendor or a part of its name");
+      add_tune_option(sub, args->tune);
       return [args]() { return run(*args); };
     });
 

@@ -105,9 +105,13 @@ void matmul_row(Context& cx, Row& row, const MatmulShape& s, DType dtype,
       cmp.add(got[j], sum, scale, atol, rtol);
     }
   }
-  const ops::MatmulConfig& config = forced ? *forced : ops::choose_matmul_config(info, trans_b);
-  set_check(row, {cmp},
-            std::string("tuning row ") + config.name + ", 8 sampled rows of the timed output");
+  // Which kernel ran, and why (the same function ops::matmul asked).
+  const ops::MatmulChoice choice =
+      forced ? ops::MatmulChoice{*forced, ops::MatmulSource::forced, "forced by the row"}
+             : ops::choose_matmul(dev, ops::MatmulProblem{dtype, trans_a, trans_b, s.m, s.n, s.k});
+  set_check(
+      row, {cmp},
+      "kernel " + choice.config.name + " (" + choice.why + "), 8 sampled rows of the timed output");
   const double flops = 2.0 * double(m) * double(n) * double(k);
   const Basis basis = forced && forced->coopmat ? Basis::fp16_fma : Basis::fp32_fma;
   set_timing(row, cx, time_runs(seq, cx.repeats(first)), flops, "GFLOP/s", basis);

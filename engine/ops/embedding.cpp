@@ -36,7 +36,7 @@ void check_common(uint32_t tokens, uint32_t d, uint32_t vocab, float dropout, co
     throw Error(std::string(op) + ": dropout needs the step-scalar buffer");
 }
 
-// Shared by every stage of shaders/embedding_bwd.comp.
+// Shared by every stage of shaders/embedding_backward.comp.
 struct BackwardPush {
   uint32_t tokens, d, keys, len;
   int32_t pad_id;
@@ -62,15 +62,15 @@ void scatter_add(Device& dev, Recorder& rec, const EmbeddingBackwardArgs& a, con
     return dev.kernel({name, buffers, sizeof push, {local}});
   };
   rec.fill(a.scratch.slice(0, uint64_t{keys} * 4), 0);  // counts
-  rec.dispatch(kernel("embedding_bwd_count", 3, k_local), {in(a.tokens), in(pos), inout(a.scratch)},
-               push, groups_1d(a.tokens_count, k_local));
-  rec.dispatch(kernel("embedding_bwd_scan", 1, k_local), {inout(a.scratch)}, push, {1, 1, 1});
-  rec.dispatch(kernel("embedding_bwd_place", 3, k_local), {in(a.tokens), in(pos), inout(a.scratch)},
-               push, groups_1d(a.tokens_count, k_local));
-  rec.dispatch(kernel("embedding_bwd_rank", 3, k_local), {in(a.tokens), in(pos), inout(a.scratch)},
-               push, groups_1d(a.tokens_count, k_local));
+  rec.dispatch(kernel("embedding_backward_count", 3, k_local),
+               {in(a.tokens), in(pos), inout(a.scratch)}, push, groups_1d(a.tokens_count, k_local));
+  rec.dispatch(kernel("embedding_backward_scan", 1, k_local), {inout(a.scratch)}, push, {1, 1, 1});
+  rec.dispatch(kernel("embedding_backward_place", 3, k_local),
+               {in(a.tokens), in(pos), inout(a.scratch)}, push, groups_1d(a.tokens_count, k_local));
+  rec.dispatch(kernel("embedding_backward_rank", 3, k_local),
+               {in(a.tokens), in(pos), inout(a.scratch)}, push, groups_1d(a.tokens_count, k_local));
   rec.dispatch(
-      kernel(kernel_for_dtype("embedding_bwd_accum", a.dout_dtype), 6, k_accum_local),
+      kernel(kernel_for_dtype("embedding_backward_accum", a.dout_dtype), 6, k_accum_local),
       {in(a.tokens), in(pos), in(a.scratch), in(a.dout), inout(dw), in(dropout ? a.step : a.dout)},
       push, groups_1d(a.tokens_count, 1));
 }
@@ -112,7 +112,7 @@ void embedding_forward(Device& dev, Recorder& rec, const EmbeddingForwardArgs& a
          dropout ? a.dropout : 0.0f,
          a.tensor_id};
   const Kernel& k =
-      dev.kernel({kernel_for_dtype("embedding_fwd", a.dtype), 6, sizeof push, {k_local}});
+      dev.kernel({kernel_for_dtype("embedding_forward", a.dtype), 6, sizeof push, {k_local}});
   rec.dispatch(k,
                {in(a.tokens), in(a.len ? a.tokens : a.positions), in(a.table),
                 in(learned ? a.pos_table : a.table), out(a.out), in(dropout ? a.step : a.table)},

@@ -141,7 +141,7 @@ void layer_norm_forward(Device& dev, Recorder& rec, const LayerNormForwardArgs& 
       a.rows,          a.d, a.eps, dropout ? a.dropout : 0.0f, a.tensor_id, residual ? 1u : 0u, 1,
       a.batch_row_rows};
   const RowPlan plan =
-      plan_rows(dev, a.reduce, a.workgroup_size, a.rows, a.d, "layer_norm_fwd", op);
+      plan_rows(dev, a.reduce, a.workgroup_size, a.rows, a.d, "layer_norm_forward", op);
   push.rows_per_group = plan.rows_per_group;
   const Kernel& k =
       dev.kernel({with_dtype(plan.kernel, a.dtype), 9, sizeof push, {plan.workgroup_size}});
@@ -191,7 +191,7 @@ void layer_norm_backward(Device& dev, Recorder& rec, const LayerNormBackwardArgs
          1,
          a.batch_row_rows};
   const RowPlan plan =
-      plan_rows(dev, a.reduce, a.workgroup_size, a.rows, a.d, "layer_norm_bwd", op);
+      plan_rows(dev, a.reduce, a.workgroup_size, a.rows, a.d, "layer_norm_backward", op);
   push.rows_per_group = plan.rows_per_group;
   const Kernel& k =
       dev.kernel({with_dtype(plan.kernel, a.dtype), 8, sizeof push, {plan.workgroup_size}});

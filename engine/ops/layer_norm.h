@@ -1,7 +1,7 @@
 #pragma once
 // LayerNorm forward and backward, optionally fused with a residual add and dropout (post-LN:
 // y = LayerNorm(x + dropout(s)) * gamma + beta). Rows are normalised over their d columns.
-// Kernels: shaders/layer_norm_fwd.comp, layer_norm_bwd.comp, layer_norm_dparams_*.comp.
+// Kernels: shaders/layer_norm_forward.comp, layer_norm_backward.comp, layer_norm_dparams_*.comp.
 // With dtype f16 the [rows, d] activations and their gradients are stored as fp16 (devices with
 // 16-bit storage); gamma, beta, mean, rstd, dgamma, dbeta and all arithmetic stay fp32.
 #include <cstdint>

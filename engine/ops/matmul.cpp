@@ -58,9 +58,10 @@ bool texel_view_fits(const BufferRef& buf, uint64_t elements, DType t, const Dev
          buf.size / texel_bytes(f) * texel_bytes(f) >= elements * dtype_bytes(t);
 }
 
-bool texel_views_wanted(const MatmulArgs& args, const Device& dev) {
+bool texel_views_wanted(const MatmulArgs& args, const MatmulConfig& cfg, const Device& dev) {
   if (args.texel_views) return *args.texel_views;
   if (const auto& forced = dev.options().ops.matmul_texel_views) return *forced;
+  if (cfg.texel) return *cfg.texel;  // a tuned configuration's choice
   return dev.info().is_cpu();
 }
 
@@ -84,7 +85,10 @@ bool matmul_coopmat_khr_built() {
   return !shaders::find(k_coopmat_khr_shader).empty();
 }
 
-void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
+namespace {
+
+// Validation that needs no kernel choice: sizes, storage type, the device's features.
+void check_problem(const Device& dev, const MatmulArgs& args) {
   const DeviceInfo& info = dev.info();
   if (args.m == 0 || args.n == 0 || args.k == 0 || args.batch == 0)
     throw Error(shape_of(args) + ": empty dimensions are not supported");
@@ -93,9 +97,11 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   if (args.dtype == DType::f16 && !info.storage16)
     throw Error(shape_of(args) + ": f16 storage needs storageBuffer16BitAccess, which " +
                 dev.label() + " lacks");
-  const MatmulConfig& cfg =
-      args.config ? *args.config
-                  : choose_matmul_config(info, args.trans_b, args.dtype, args.m, args.n);
+}
+
+// Whether the chosen configuration can run these arguments on this device and build.
+void check_config(const Device& dev, const MatmulArgs& args, const MatmulConfig& cfg) {
+  const DeviceInfo& info = dev.info();
   if (cfg.coopmat && args.dtype != DType::f16)
     throw Error(shape_of(args) + ": configuration '" + cfg.name +
                 "' (tensor cores) multiplies f16 storage only, not " + dtype_name(args.dtype));
@@ -119,11 +125,21 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   if (args.batch > info.max_workgroup_count[2])
     throw Error(shape_of(args) + ": batch " + std::to_string(args.batch) + " exceeds " +
                 std::to_string(info.max_workgroup_count[2]) + " workgroups in z");
+}
 
+// The operands as the kernel indexes them: strides resolved and checked against the buffers.
+struct Operands {
+  Push push{};
+  uint64_t a_elements = 0, b_elements = 0;  // the spans of A and B over the whole batch
+  BufferRef extra;                          // binding 3: bias, residual, or A standing in
+};
+
+Operands check_operands(const MatmulArgs& args) {
+  Operands o;
+  Push& push = o.push;
   const uint32_t esize = dtype_bytes(args.dtype);
   const uint32_t a_rows = args.trans_a ? args.k : args.m, a_cols = args.trans_a ? args.m : args.k;
   const uint32_t b_rows = args.trans_b ? args.n : args.k, b_cols = args.trans_b ? args.k : args.n;
-  Push push{};
   push.m = args.m;
   push.n = args.n;
   push.k = args.k;
@@ -145,26 +161,32 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   push.stride_c = uint32_t(sc);
   push.alpha = args.alpha;
   push.beta = args.beta;
+  o.a_elements = span_elements(args.batch, sa, a_rows, a_cols, push.lda);
+  o.b_elements = span_elements(args.batch, sb, b_rows, b_cols, push.ldb);
   const uint64_t c_elements = span_elements(args.batch, sc, args.m, args.n, push.ldc);
-  check_operand(args, "A", args.a, span_elements(args.batch, sa, a_rows, a_cols, push.lda), esize);
-  check_operand(args, "B", args.b, span_elements(args.batch, sb, b_rows, b_cols, push.ldb), esize);
+  check_operand(args, "A", args.a, o.a_elements, esize);
+  check_operand(args, "B", args.b, o.b_elements, esize);
   check_operand(args, "C", args.c, c_elements, esize);
   if (args.batch > 1 && sc < packed_c)
     throw Error(shape_of(args) + ": stride_c " + std::to_string(sc) +
                 " makes batch items of C overlap");
 
   // Binding 3 is read only by the bias and residual epilogues; otherwise A stands in for it.
-  BufferRef extra = args.a;
+  o.extra = args.a;
   if (args.epilogue == Epilogue::bias || args.epilogue == Epilogue::bias_relu) {
     check_operand(args, "bias", args.bias, args.n, esize);
-    extra = args.bias;
+    o.extra = args.bias;
   } else if (args.epilogue == Epilogue::residual) {
     check_operand(args, "residual", args.residual, c_elements, esize);
     if (args.residual.overlaps(args.c))
       throw Error(shape_of(args) + ": the residual must not overlap C (use beta = 1 instead)");
-    extra = args.residual;
+    o.extra = args.residual;
   }
+  return o;
+}
 
+// The 4-vector (or 8-half) read modes the operands' alignment allows (the VEC constant).
+uint32_t vector_reads(const MatmulArgs& args, const MatmulConfig& cfg, const Push& push) {
   // The direct path reads k-contiguous operands (A not transposed, B transposed) as 4-vectors
   // along k when their row and batch strides are multiples of 4, an m-contiguous A (transposed)
   // as 4-vectors along m when m is too, and an n-contiguous B (not transposed) along n when n is
@@ -190,21 +212,33 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
       vec |= 4;
     if (args.trans_a && args.m % 4 == 0 && push.lda % 4 == 0 && push.stride_a % 4 == 0) vec |= 8;
   }
-  bool texel = false;
+  return vec;
+}
+
+// Whether A and B are read through texel views: asked for, or the default, and they fit.
+bool texel_reads(const Device& dev, const MatmulArgs& args, const MatmulConfig& cfg,
+                 const Operands& o) {
+  const DeviceInfo& info = dev.info();
   if (cfg.coopmat && args.texel_views.value_or(false))
     throw Error(shape_of(args) +
                 ": texel views apply to the matmul kernel, not to configuration '" + cfg.name +
                 "'");
-  if (!cfg.coopmat && texel_views_wanted(args, dev)) {
-    texel = texel_view_fits(args.a, span_elements(args.batch, sa, a_rows, a_cols, push.lda),
-                            args.dtype, info) &&
-            texel_view_fits(args.b, span_elements(args.batch, sb, b_rows, b_cols, push.ldb),
-                            args.dtype, info);
-    if (!texel && args.texel_views.value_or(false))
-      throw Error(shape_of(args) + ": texel views asked for, but A or B is not " +
-                  std::to_string(info.texel_buffer_alignment) +
-                  "-byte aligned, or does not end on a whole texel of 4 elements");
-  }
+  if (cfg.coopmat || !texel_views_wanted(args, cfg, dev)) return false;
+  const bool texel = texel_view_fits(args.a, o.a_elements, args.dtype, info) &&
+                     texel_view_fits(args.b, o.b_elements, args.dtype, info);
+  if (!texel && args.texel_views.value_or(false))
+    throw Error(shape_of(args) + ": texel views asked for, but A or B is not " +
+                std::to_string(info.texel_buffer_alignment) +
+                "-byte aligned, or does not end on a whole texel of 4 elements");
+  return texel;
+}
+
+// The pipeline: shader variant, specialization constants, subgroup size.
+KernelSpec kernel_spec(const Device& dev, const MatmulArgs& args, const MatmulConfig& cfg,
+                       const Push& push, bool texel) {
+  const DeviceInfo& info = dev.info();
+  const bool emulated = args.emulate_coopmat;
+  const uint32_t vec = vector_reads(args, cfg, push);
   // The coopmat kernels read the same constants (tm, tn: one subgroup's block; shared unused).
   const uint32_t invocations = cfg.invocations(info, emulated);
   const char* shader = cfg.khr ? (emulated ? k_coopmat_khr_emulated_shader : k_coopmat_khr_shader)
@@ -230,7 +264,14 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   if (texel) spec.texel_buffers = 0b11;
   // The direct path needs the workgroup to be exactly one subgroup.
   if (!cfg.shared && info.subgroup_size != cfg.workgroup) spec.subgroup_size = cfg.workgroup;
-  const Kernel& k = dev.kernel(spec);
+  return spec;
+}
+
+void record(Device& dev, Recorder& rec, const MatmulArgs& args, const MatmulConfig& cfg,
+            const Operands& o) {
+  const DeviceInfo& info = dev.info();
+  const bool texel = texel_reads(dev, args, cfg, o);
+  const Kernel& k = dev.kernel(kernel_spec(dev, args, cfg, o.push, texel));
   const std::array<uint32_t, 3> groups{ceil_div(args.n, cfg.bn), ceil_div(args.m, cfg.bm),
                                        args.batch};
   if (groups[0] > info.max_workgroup_count[0] || groups[1] > info.max_workgroup_count[1])
@@ -239,10 +280,31 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   const Arg c_arg = args.beta != 0.0f ? inout(args.c) : out(args.c);
   if (texel) {
     const VkFormat f = texel_format(args.dtype);
-    rec.dispatch(k, {in_texels(args.a, f), in_texels(args.b, f), c_arg, in(extra)}, push, groups);
+    rec.dispatch(k, {in_texels(args.a, f), in_texels(args.b, f), c_arg, in(o.extra)}, o.push,
+                 groups);
   } else {
-    rec.dispatch(k, {in(args.a), in(args.b), c_arg, in(extra)}, push, groups);
+    rec.dispatch(k, {in(args.a), in(args.b), c_arg, in(o.extra)}, o.push, groups);
   }
+}
+
+}  // namespace
+
+MatmulProblem matmul_problem(const MatmulArgs& args) {
+  return {args.dtype, args.trans_a, args.trans_b, args.m, args.n, args.k};
+}
+
+MatmulChoice choose_matmul(const Device& dev, const MatmulArgs& args) {
+  if (args.config) return {*args.config, MatmulSource::forced, "forced by the caller"};
+  return choose_matmul(dev, matmul_problem(args));
+}
+
+// Validate, choose the kernel, record: each step its own function, so that the tests and
+// `vkf bench` can ask the choice alone (choose_matmul).
+void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
+  check_problem(dev, args);
+  const MatmulChoice choice = choose_matmul(dev, args);
+  check_config(dev, args, choice.config);
+  record(dev, rec, args, choice.config, check_operands(args));
 }
 
 }  // namespace vkf::ops

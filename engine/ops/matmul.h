@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "engine/device.h"
+#include "engine/ops/matmul_choice.h"
 #include "engine/ops/matmul_tuning.h"
 #include "engine/recorder.h"
 #include "engine/tensor.h"
@@ -36,8 +37,8 @@ struct MatmulArgs {
   float beta = 0.0f;
   Epilogue epilogue = Epilogue::none;
   DType dtype = DType::f32;  // f32, or f16 storage (fp32 arithmetic) on devices with storage16
-  // Forces a tuning-table row (tests, benches); nullptr = choose_matmul_config(device, trans_b,
-  // dtype, m, n).
+  // Forces a configuration (tests, benches, the tuner); nullptr = choose_matmul(device, problem):
+  // the device's tuning, else the table's row (matmul_choice.h).
   const MatmulConfig* config = nullptr;
   // For a coopmat row only (tests): run its kernel with the 16x16 fragment products in plain
   // fp32 arithmetic (shaders/common/coopmat_fragment.glsl, coopmat_khr_fragment.glsl) instead
@@ -54,7 +55,12 @@ struct MatmulArgs {
   std::optional<bool> texel_views;
 };
 
+// Validates the arguments, chooses the kernel (choose_matmul below) and records it.
 void matmul(Device& dev, Recorder& rec, const MatmulArgs& args);
+
+// The problem the arguments pose, and the configuration matmul() runs it with, and why.
+MatmulProblem matmul_problem(const MatmulArgs& args);
+MatmulChoice choose_matmul(const Device& dev, const MatmulArgs& args);
 
 // Whether this build has the tensor-core kernel for coopmat rows: it is compiled only where
 // glslc knew GL_NV_cooperative_matrix at configure time (VKF_HAVE_NV_COOPMAT).

@@ -7,7 +7,7 @@ namespace vkf::ops {
 namespace {
 
 // Rows: name, workgroup, bm, bn, bk, tm, tn, shared[, coopmat[, khr]].
-constexpr MatmulConfig k_configs[] = {
+const MatmulConfig k_configs[] = {
     // NVIDIA (Turing..Hopper): 128x128 tiles, 8x8 per thread, 16 KiB of shared memory, 256
     // threads; enough independent FMAs per thread to hide latency at 2 blocks per SM.
     {"nvidia", 256, 128, 128, 16, 8, 8, true},
@@ -146,8 +146,17 @@ const CoopmatShape* khr_coopmat_shape(const MatmulConfig& c, const DeviceInfo& i
   return best;
 }
 
-const MatmulConfig& choose_matmul_config(const DeviceInfo& info, bool b_transposed, DType dtype,
-                                         uint32_t m, uint32_t n) {
+std::string MatmulConfig::describe() const {
+  std::string s = "wg" + std::to_string(workgroup) + " " + std::to_string(bm) + "x" +
+                  std::to_string(bn) + "x" + std::to_string(bk) + " t" + std::to_string(tm) + "x" +
+                  std::to_string(tn);
+  s += khr ? " khr" : coopmat ? " nv_coopmat" : shared ? " shared" : " direct";
+  if (texel) s += *texel ? " texel" : " storage";
+  return s;
+}
+
+TableChoice table_matmul_config(const DeviceInfo& info, bool b_transposed, DType dtype, uint32_t m,
+                                uint32_t n) {
   // Tensor cores for f16 storage on GPUs. Not on CPU devices: Mesa's lavapipe lists
   // VK_KHR_cooperative_matrix (Mesa 26), but runs its fragments in plain vector code, slower
   // than its own f16 row (bench/README.md, the Debian 13 tier).
@@ -156,22 +165,41 @@ const MatmulConfig& choose_matmul_config(const DeviceInfo& info, bool b_transpos
     const uint64_t large_tiles = uint64_t((m + 127) / 128) * ((n + 127) / 128);
     const MatmulConfig& large = matmul_config("khr_coopmat");
     const MatmulConfig& small = matmul_config("khr_coopmat_64");
-    if ((m == 0 || large_tiles >= 128) && matmul_config_fits(large, info)) return large;
-    if (matmul_config_fits(small, info)) return small;
+    if ((m == 0 || large_tiles >= 128) && matmul_config_fits(large, info))
+      return {&large, "f16 on a GPU with VK_KHR_cooperative_matrix, at least 128 large tiles"};
+    if (matmul_config_fits(small, info))
+      return {&small, "f16 on a GPU with VK_KHR_cooperative_matrix, under 128 large tiles"};
   }
   const char* name = "fallback";
-  if (info.is_cpu())
+  std::string why;
+  if (info.is_cpu()) {
     name = info.subgroup_size != 16 ? "cpu_direct"
            : b_transposed           ? "cpu_direct16"
                                     : "cpu_direct16_nn";
-  else if (info.vendor == Vendor::nvidia)
+    why = "CPU device, subgroups of " + std::to_string(info.subgroup_size) +
+          (info.subgroup_size != 16 ? ""
+           : b_transposed           ? ", B transposed"
+                                    : ", B not transposed");
+  } else if (info.vendor == Vendor::nvidia) {
     name = "nvidia";
-  else if (info.vendor == Vendor::amd)
+  } else if (info.vendor == Vendor::amd) {
     name = "amd";
-  else if (info.vendor == Vendor::intel)
+  } else if (info.vendor == Vendor::intel) {
     name = "intel";
+  }
+  if (why.empty())
+    why = std::string(name) == "fallback" ? "no row for vendor " + info.vendor_name()
+                                          : "vendor " + info.vendor_name();
   const MatmulConfig& c = matmul_config(name);
-  return matmul_config_fits(c, info) ? c : k_configs[std::size(k_configs) - 1];
+  if (const std::string misfit = matmul_config_misfit(c, info); !misfit.empty())
+    return {&k_configs[std::size(k_configs) - 1],
+            "the " + std::string(name) + " row does not fit: " + misfit};
+  return {&c, why};
+}
+
+const MatmulConfig& choose_matmul_config(const DeviceInfo& info, bool b_transposed, DType dtype,
+                                         uint32_t m, uint32_t n) {
+  return *table_matmul_config(info, b_transposed, dtype, m, n).config;
 }
 
 }  // namespace vkf::ops

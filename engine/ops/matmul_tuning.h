@@ -8,6 +8,7 @@
 // on tensor cores (for KHR, Mesa 26's lavapipe too: the Debian 13 tier, scripts/test-debian13).
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,8 +18,10 @@
 
 namespace vkf::ops {
 
+// One kernel configuration, owned by value: a table row, or one the tuner made (tune/), which
+// outlives no table. The kernel cache keys on the values (KernelSpec), never on the name.
 struct MatmulConfig {
-  const char* name;     // "nvidia", "cpu_direct", ... (for tests, benches and errors)
+  std::string name;     // "nvidia", "cpu_direct", ... (for tests, benches and errors)
   uint32_t workgroup;   // invocations: (bm / tm) * (bn / tn); coopmat: that many subgroups
   uint32_t bm, bn, bk;  // C tile of a workgroup [bm, bn]; k step staged in shared memory
   uint32_t tm, tn;      // register block of one invocation [tm, tn]; coopmat: of one subgroup
@@ -30,6 +33,18 @@ struct MatmulConfig {
   // chosen for f16 matmuls where the device has one, see choose_matmul_config).
   bool coopmat = false;
   bool khr = false;
+  // Texel-view reads of A and B (shaders/matmul.comp VKF_TEXEL) where they fit; nullopt: the
+  // device's default (CPU devices). Table rows leave it unset; the tuner searches it.
+  std::optional<bool> texel;
+
+  // The values, without the name: two configurations that build the same kernel are equal.
+  bool same_kernel(const MatmulConfig& o) const {
+    return workgroup == o.workgroup && bm == o.bm && bn == o.bn && bk == o.bk && tm == o.tm &&
+           tn == o.tn && shared == o.shared && coopmat == o.coopmat && khr == o.khr &&
+           texel == o.texel;
+  }
+  // "wg8 32x64x1 t32x8 direct texel": the values in one word, for the tuner's reports.
+  std::string describe() const;
 
   uint32_t subgroups() const { return (bm / tm) * (bn / tn); }  // coopmat
   // Invocations per workgroup. KHR rows have `subgroups()` subgroups of whatever width the device
@@ -75,6 +90,14 @@ bool matmul_config_fits(const MatmulConfig& config, const DeviceInfo& info);
 // whose M, N and K divide tm, tn and bk (and are multiples of 8: tiles are staged in runs of 8
 // halves), the one with the most products per instruction; nullptr when none fits.
 const CoopmatShape* khr_coopmat_shape(const MatmulConfig& config, const DeviceInfo& info);
+// The table's row for this device, and why it is that row (one line, for `vkf bench` and the
+// tests: "CPU device, subgroups of 16, B transposed"). See choose_matmul_config.
+struct TableChoice {
+  const MatmulConfig* config;
+  std::string why;
+};
+TableChoice table_matmul_config(const DeviceInfo& info, bool b_transposed = true,
+                                DType dtype = DType::f32, uint32_t m = 0, uint32_t n = 0);
 // The row for this device: for f16 storage on a GPU whose VK_KHR_cooperative_matrix lists a
 // fitting shape (and a build that has the KHR kernel), a KHR tensor-core row (128x128 tiles
 // where m x n fills at least 128 of them, else 64x64); otherwise by vendor/type (and, on CPU

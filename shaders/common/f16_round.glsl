@@ -7,7 +7,7 @@
 // unrounded fp32 value: the store's value is forwarded to the load and the f32 -> f16 -> f32
 // round trip is dropped (packHalf2x16/unpackHalf2x16 fare no better). Vulkan requires OpFConvert
 // to round, so that is the driver's bug; this is our way around it, correct on every driver.
-// Seen in layer_norm_fwd.comp; test: "layer_norm f16 statistics use h as stored".
+// Seen in layer_norm_forward.comp; test: "layer_norm f16 statistics use h as stored".
 #ifndef VKF_F16_ROUND_GLSL
 #define VKF_F16_ROUND_GLSL
 

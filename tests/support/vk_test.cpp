@@ -58,9 +58,12 @@ double tolerance_ratio(const std::vector<float>& got, const std::vector<double>&
 
 // The tests keep their pipeline and shader caches in the build tree (VKF_CACHE_DIR, unless set),
 // and run the CPU driver as the vkf command does (engine/cpu_driver.h): both set before any
-// instance exists, whichever test comes first. Commands the tests start inherit them.
+// instance exists, whichever test comes first. Commands the tests start inherit them, and
+// VKF_TUNE=off: a `vkf train` in a test neither tunes nor reads a tuning file unless the test
+// asks (--tune).
 int main(int argc, char** argv) {
   setenv("VKF_CACHE_DIR", VKF_BINARY_DIR "/test-cache", 0);
+  setenv("VKF_TUNE", "off", 0);
   vkf::tool::configure_cpu_driver();
   return Catch::Session().run(argc, argv);
 }

@@ -4,15 +4,15 @@
 // In residual mode (h = x + dropout(s)) the residual input gets dx = dh and the sublayer output
 // ds = dh * mask, the same Philox mask as the forward pass. dgamma and dbeta are reduced
 // separately (layer_norm_dparams_*.comp) so that no float atomics are needed.
-// Row reductions as in layer_norm_fwd.comp: workgroup per row (shared memory, or subgroup then
+// Row reductions as in layer_norm_forward.comp: workgroup per row (shared memory, or subgroup then
 // shared memory), or subgroup per row.
 // The _f16 variants store dy, h, dx and ds as fp16 (16-bit storage only); gamma, mean, rstd and
 // all arithmetic stay fp32.
-// vkf-variant: layer_norm_bwd_sg SUBGROUP=1
-// vkf-variant: layer_norm_bwd_sgrow SUBGROUP=1 SUBGROUP_ROWS=1
-// vkf-variant: layer_norm_bwd_f16 VKF_F16=1
-// vkf-variant: layer_norm_bwd_sg_f16 SUBGROUP=1 VKF_F16=1
-// vkf-variant: layer_norm_bwd_sgrow_f16 SUBGROUP=1 SUBGROUP_ROWS=1 VKF_F16=1
+// vkf-variant: layer_norm_backward_sg SUBGROUP=1
+// vkf-variant: layer_norm_backward_sgrow SUBGROUP=1 SUBGROUP_ROWS=1
+// vkf-variant: layer_norm_backward_f16 VKF_F16=1
+// vkf-variant: layer_norm_backward_sg_f16 SUBGROUP=1 VKF_F16=1
+// vkf-variant: layer_norm_backward_sgrow_f16 SUBGROUP=1 SUBGROUP_ROWS=1 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -67,7 +67,7 @@ vec2 row_sum(vec2 v) {
 #endif
 }
 
-// As in layer_norm_fwd.comp: runs of four columns share one Philox block.
+// As in layer_norm_forward.comp: runs of four columns share one Philox block.
 uint cached_block = 0xFFFFFFFFu;
 vec4 cached_scales;
 float mask_scale(uint i) {

@@ -4,18 +4,18 @@
 //   y = (h - mean) * rstd * gamma + beta,  rstd = 1 / sqrt(var(h) + eps)
 // mean and rstd are saved per row, and h in residual mode, for the backward pass. The variance
 // is taken in a second pass over h (not E[h^2] - mean^2), which cancels badly for large means.
-// Three ways to reduce a row (the same three in layer_norm_bwd.comp):
-//   layer_norm_fwd          a workgroup per row, tree reduction in shared memory
-//   layer_norm_fwd_sg       a workgroup per row, subgroup adds then shared memory
-//   layer_norm_fwd_sgrow    a subgroup per row, no barriers (small d, and CPU devices, where a
-//                           barrier costs far more than a longer loop)
+// Three ways to reduce a row (the same three in layer_norm_backward.comp):
+//   layer_norm_forward        a workgroup per row, tree reduction in shared memory
+//   layer_norm_forward_sg     a workgroup per row, subgroup adds then shared memory
+//   layer_norm_forward_sgrow  a subgroup per row, no barriers (small d, and CPU devices, where a
+//                             barrier costs far more than a longer loop)
 // The _f16 variants store x, s, y and h as fp16 (16-bit storage only); gamma, beta, mean, rstd
 // and all arithmetic stay fp32.
-// vkf-variant: layer_norm_fwd_sg SUBGROUP=1
-// vkf-variant: layer_norm_fwd_sgrow SUBGROUP=1 SUBGROUP_ROWS=1
-// vkf-variant: layer_norm_fwd_f16 VKF_F16=1
-// vkf-variant: layer_norm_fwd_sg_f16 SUBGROUP=1 VKF_F16=1
-// vkf-variant: layer_norm_fwd_sgrow_f16 SUBGROUP=1 SUBGROUP_ROWS=1 VKF_F16=1
+// vkf-variant: layer_norm_forward_sg SUBGROUP=1
+// vkf-variant: layer_norm_forward_sgrow SUBGROUP=1 SUBGROUP_ROWS=1
+// vkf-variant: layer_norm_forward_f16 VKF_F16=1
+// vkf-variant: layer_norm_forward_sg_f16 SUBGROUP=1 VKF_F16=1
+// vkf-variant: layer_norm_forward_sgrow_f16 SUBGROUP=1 SUBGROUP_ROWS=1 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require

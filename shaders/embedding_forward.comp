@@ -4,9 +4,9 @@
 // PE[pos, 2i+1] = cos(...)), or a learned [max_len, d] table. pos(t) is t % len for a
 // [batch, len] layout, or positions[t]. Padding tokens and ids outside [0, vocab) give zero
 // rows, so padding never carries a signal or receives a gradient.
-// embedding_fwd_f16 stores out as fp16 (16-bit storage only): the tables, positions and all
+// embedding_forward_f16 stores out as fp16 (16-bit storage only): the tables, positions and all
 // arithmetic stay fp32, and each element is rounded once, when it is stored.
-// vkf-variant: embedding_fwd_f16 VKF_F16=1
+// vkf-variant: embedding_forward_f16 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
 #ifdef VKF_F16
 #extension GL_EXT_shader_16bit_storage : require

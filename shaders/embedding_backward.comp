@@ -10,14 +10,14 @@
 // Ranking costs the sum of squared bucket sizes, which is small for text (a frequent token
 // appears a few hundred times in a batch) and still parallel over tokens when it is not.
 // scratch (uint): counts[K] | offsets[K + 1] | cursor[K] | unsorted[tokens] | sorted[tokens]
-// embedding_bwd_accum_f16 reads dout as fp16 (16-bit storage only); dW and the sums stay fp32.
+// embedding_backward_accum_f16 reads dout as fp16 (16-bit storage only); dW and the sums stay fp32.
 // vkf-variant-only
-// vkf-variant: embedding_bwd_count STAGE=0
-// vkf-variant: embedding_bwd_scan STAGE=1
-// vkf-variant: embedding_bwd_place STAGE=2
-// vkf-variant: embedding_bwd_rank STAGE=3
-// vkf-variant: embedding_bwd_accum STAGE=4
-// vkf-variant: embedding_bwd_accum_f16 STAGE=4 VKF_F16=1
+// vkf-variant: embedding_backward_count STAGE=0
+// vkf-variant: embedding_backward_scan STAGE=1
+// vkf-variant: embedding_backward_place STAGE=2
+// vkf-variant: embedding_backward_rank STAGE=3
+// vkf-variant: embedding_backward_accum STAGE=4
+// vkf-variant: embedding_backward_accum_f16 STAGE=4 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
 #ifdef VKF_F16
 #extension GL_EXT_shader_16bit_storage : require

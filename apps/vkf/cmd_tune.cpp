@@ -1,0 +1,156 @@
+// vkf tune: finds the fastest correct matmul configurations on this device and driver for the
+// shapes a model runs (or the benchmark's), with a progress bar, and writes them to the tuning
+// file the other commands then use (--tune). The summary compares each winner with the static
+// table's row. --export and --import copy a tuning file out and in (the device and driver must
+// match).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include "apps/tool_env/tool_env.h"
+#include "apps/vkf/app_options.h"
+#include "apps/vkf/command.h"
+#include "apps/vkf/tuning_choice.h"
+#include "bench/suite/shapes.h"
+#include "bench/tune/matmul_tuner.h"
+#include "engine/error.h"
+#include "engine/tuning_file.h"
+#include "model/checkpoint.h"
+
+namespace vkf::app {
+namespace {
+
+struct TuneArgs {
+  std::string device, preset, model, budget = "2m", out, export_to, import_from;
+  uint32_t tokens = 0, vocab_size = 8000;
+};
+
+std::vector<ops::MatmulProblem> shapes_for(const TuneArgs& a, const DeviceInfo& info) {
+  if (a.preset.empty() && a.model.empty()) {
+    // The benchmark's quick and standard shapes (bench/suite/shapes.h) up to 2^32 m n k:
+    // 1024^3, the Transformer-base FFN at 4096 tokens and its backward. The vocabulary
+    // projection is left out: on a CPU device one run takes seconds.
+    std::vector<ops::MatmulProblem> out;
+    for (const bench::MatmulShape& s : bench::matmul_shapes())
+      if (s.suite <= bench::Suite::standard && double(s.m) * s.n * s.k <= 4294967296.0)
+        out.push_back({DType::f32, s.form == bench::MatmulForm::atb,
+                       s.form == bench::MatmulForm::abt, s.m, s.n, s.k});
+    return out;
+  }
+  model::ModelConfig c;
+  if (!a.model.empty()) {
+    c = model::load_checkpoint(model::resolve_checkpoint(a.model)).config;
+  } else {
+    c = model::ModelConfig::preset(a.preset);
+    if (c.vocab_size == 0) c.vocab_size = int(a.vocab_size);
+  }
+  const uint32_t tokens =
+      a.tokens ? a.tokens
+               : bench::train_tokens(a.preset.empty() ? "base" : a.preset, info.is_cpu());
+  return model_matmul_shapes(c, tokens, true);
+}
+
+std::string dims(const ops::MatmulProblem& p) {
+  return std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k);
+}
+
+void progress_bar(const tune::Progress& p, bool terminal) {
+  static std::string last_class;
+  constexpr int width = 30;
+  const int filled = int(p.fraction * width + 0.5);
+  std::string bar(size_t(filled), '#');
+  bar += std::string(size_t(width - filled), '.');
+  if (terminal) {
+    std::fprintf(stderr, "\r[%s] %3.0f%%  %zu/%zu %-26s candidate %zu/%zu%s%s   ", bar.c_str(),
+                 100 * p.fraction, std::min(p.shape + 1, p.shapes), p.shapes, p.shape_class.c_str(),
+                 p.candidate + 1, p.candidates, p.best.empty() ? "" : "  best ", p.best.c_str());
+    if (p.fraction >= 1.0) std::fprintf(stderr, "\n");
+  } else if (p.shape_class != last_class) {
+    // In a log, a line a shape.
+    if (!p.shape_class.empty())
+      std::fprintf(stderr, "[%s] %3.0f%%  %zu/%zu %s (%zu candidates)\n", bar.c_str(),
+                   100 * p.fraction, p.shape + 1, p.shapes, p.shape_class.c_str(), p.candidates);
+    last_class = p.shape_class;
+  }
+}
+
+int run_tune(const TuneArgs& a) {
+  if (!a.preset.empty() && !a.model.empty()) throw Error("--preset and --model exclude each other");
+  auto dev = open_device(a.device);
+  const std::string own = tuning_file_path(dev->options().pipeline_cache_dir, dev->info());
+  if (!a.export_to.empty() || !a.import_from.empty()) {
+    if (!a.export_to.empty() && !a.import_from.empty())
+      throw Error("--export and --import exclude each other");
+    const std::string from = a.import_from.empty() ? own : a.import_from;
+    const std::string to = a.import_from.empty() ? a.export_to : (a.out.empty() ? own : a.out);
+    if (from.empty() || to.empty()) throw Error("no cache directory for the tuning file");
+    const TuningFile f = read_tuning_file(from);
+    if (const std::string why = f.key.mismatch(TuningKey::of(dev->info())); !why.empty())
+      throw Error("the tuning file " + from + " does not apply to " + dev->label() + ": " + why);
+    write_tuning_file(to, f);
+    std::cerr << "vkf tune: " << from << " -> " << to << " (" << f.matmul.size()
+              << " matmul shape classes)\n";
+    return 0;
+  }
+  const double budget = parse_duration(a.budget);
+  if (budget <= 0) throw Error("--budget must be positive");
+  const std::string out = a.out.empty() ? own : a.out;
+  if (out.empty()) throw Error("no cache directory for the tuning file: name one with --out");
+  const std::vector<ops::MatmulProblem> shapes = shapes_for(a, dev->info());
+  std::set<std::string> classes;
+  for (const auto& p : shapes) classes.insert(ops::matmul_shape_class(p));
+  std::cerr << "vkf tune: " << classes.size() << " matmul shape classes on " << dev->label()
+            << ", budget " << budget << " s\n";
+  const bool terminal = isatty(fileno(stderr)) != 0;
+  tune::DeviceTimer timer;
+  tune::TunerOptions o;
+  o.budget_seconds = budget;
+  o.progress = [terminal](const tune::Progress& p) { progress_bar(p, terminal); };
+  const TuningFile f = tune::tune_matmuls(*dev, shapes, timer, o);
+  write_tuning_file(out, f);
+
+  std::printf("%-24s %-15s %-16s %9s  %-34s %9s %8s %s\n", "class", "shape", "default", "ms",
+              "tuned", "ms", "speed-up", "(tried, rejected)");
+  for (const TunedMatmul& t : f.matmul)
+    std::printf("%-24s %-15s %-16s %9.3f  %-34s %9.3f %7.2fx (%u, %zu)\n", t.shape_class.c_str(),
+                dims(t.shape).c_str(), t.default_name.c_str(), t.default_seconds * 1e3,
+                t.config.describe().c_str(), t.seconds * 1e3,
+                t.seconds > 0 ? t.default_seconds / t.seconds : 0.0, t.tried, t.rejected.size());
+  for (const TunedMatmul& t : f.matmul)
+    for (const auto& [cfg, why] : t.rejected)
+      std::printf("rejected for %s: %s: %s\n", t.shape_class.c_str(), cfg.c_str(), why.c_str());
+  std::cerr << "vkf tune: wrote " << out << "\n";
+  return 0;
+}
+
+RegisterCommand reg(
+    "tune", "Find the fastest correct kernel configurations on this device and driver",
+    [](CLI::App& sub) {
+      auto a = std::make_shared<TuneArgs>();
+      sub.add_option("--device", a->device, "Device: index, vendor or a part of its name");
+      sub.add_option("--preset", a->preset,
+                     "Tune the shapes of this model preset (tiny, small, base, big)");
+      sub.add_option("--model", a->model, "Tune the shapes of this checkpoint's model");
+      sub.add_option("--tokens", a->tokens, "Rows (tokens) of the model's matmuls")
+          ->check(int_range(1, 1 << 20));
+      sub.add_option("--vocab-size", a->vocab_size, "Vocabulary of a --preset model")
+          ->check(int_range(5, 1 << 20))
+          ->capture_default_str();
+      sub.add_option("--budget", a->budget, "Time for the whole search (90s, 2m, ...)")
+          ->capture_default_str();
+      sub.add_option("--out", a->out,
+                     "Write the tuning file here (default: the cache directory, where the other "
+                     "commands look for it)");
+      sub.add_option("--export", a->export_to, "Copy this device's tuning file to FILE");
+      sub.add_option("--import", a->import_from,
+                     "Install the tuning file FILE for this device (its device and driver must "
+                     "match)")
+          ->check(CLI::ExistingFile);
+      return [a]() { return run_tune(*a); };
+    });
+
+}  // namespace
+}  // namespace vkf::app

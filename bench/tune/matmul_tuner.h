@@ -1,0 +1,55 @@
+#pragma once
+// The matmul tuner: for each shape the model runs, times the candidates of matmul_candidates()
+// on the device (through a Timer), prunes those that cannot win, checks each one it would keep
+// against the CPU reference (check_matmul) and drops any that is wrong, saying why, all within a
+// time budget. The winners make a TuningFile (engine/tuning_file.h).
+#include <chrono>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "bench/tune/matmul_check.h"
+#include "bench/tune/timer.h"
+#include "engine/device.h"
+#include "engine/tuning_file.h"
+
+namespace vkf::tune {
+
+struct Progress {
+  size_t shape = 0, shapes = 0;  // the shape being tuned (0-based) of how many
+  size_t candidate = 0, candidates = 0;
+  std::string shape_class, best;  // best: the winner so far's configuration
+  // Of the whole run: by candidates, or by the budget where further, never past this shape.
+  double fraction = 0;
+};
+
+struct TunerOptions {
+  double budget_seconds = 120;  // the whole run, split evenly among the shapes
+  // Repeated calls while the search runs (a progress bar).
+  std::function<void(const Progress&)> progress;
+  Sabotage sabotage;  // test hook, see check_matmul
+  // A candidate is timed to the end only while its first run is within this factor of the
+  // best so far.
+  double prune_factor = 1.5;
+  // At most this many candidates a shape, the default included (0: as many as the budget
+  // allows). The tests keep the search short with it.
+  size_t max_candidates = 0;
+};
+
+// One shape's search. The default (the static table's row: what an untuned run gets) is timed
+// and checked first; the winner is the default unless a checked candidate is faster. A default
+// that fails the check is reported among the rejected and the first correct candidate replaces
+// it; with none correct, the entry keeps the default (the run behaves as untuned).
+// `step` hears of each candidate before it is timed: its index, the count, the best so far.
+using StepReport =
+    std::function<void(size_t candidate, size_t candidates, const std::string& best)>;
+TunedMatmul tune_matmul(Device& dev, const ops::MatmulProblem& shape, Timer& timer,
+                        const TunerOptions& options, std::chrono::steady_clock::time_point deadline,
+                        const StepReport& step = {});
+
+// Every shape in turn (shapes of one class after the first are skipped), within
+// options.budget_seconds; the file is keyed to `dev`.
+TuningFile tune_matmuls(Device& dev, std::span<const ops::MatmulProblem> shapes, Timer& timer,
+                        const TunerOptions& options);
+
+}  // namespace vkf::tune

@@ -1,0 +1,48 @@
+#pragma once
+// Which matmul kernel configuration runs a problem, and why: the one place that decides it, so
+// that ops::matmul, the tests and `vkf bench` give the same answer. In order: a configuration
+// the caller forces (MatmulArgs::config); the device's tuning for the problem's shape class
+// (engine/tuning.h), where it fits; the static table's row (matmul_tuning.h).
+#include <cstdint>
+#include <string>
+
+#include "engine/device.h"
+#include "engine/ops/matmul_tuning.h"
+#include "engine/tensor.h"
+
+namespace vkf {
+struct Tuning;
+}
+
+namespace vkf::ops {
+
+// What the choice depends on: storage type, transposes and the sizes.
+struct MatmulProblem {
+  DType dtype = DType::f32;
+  bool trans_a = false, trans_b = false;
+  uint32_t m = 0, n = 0, k = 0;
+};
+
+// The tuning file's key for a problem: "f32/abt/m1k/n1k/k1k", the form (ab, abt, atb, atbt) and
+// each size rounded up to a bucket (16, 128, 1k, big), so that batches of a few more or fewer
+// tokens share their tuning, and a batch of 25,000 tokens the tuning timed at 4096.
+std::string matmul_shape_class(const MatmulProblem& p);
+
+enum class MatmulSource { forced, tuned, table };
+const char* matmul_source_name(MatmulSource s);  // "forced", "tuned", "table"
+
+struct MatmulChoice {
+  MatmulConfig config;  // a copy: a tuned configuration belongs to no table
+  MatmulSource source = MatmulSource::table;
+  std::string why;  // one line: "table row cpu_direct16: CPU device, subgroups of 16, ..."
+};
+
+// `tuning` may be null (the table only). A tuned entry that does not fit `info` (another
+// device's file imported by hand) or cannot run the problem (a coopmat row for f32) is passed
+// over, and `why` says so.
+MatmulChoice choose_matmul(const DeviceInfo& info, const Tuning* tuning, const MatmulProblem& p);
+inline MatmulChoice choose_matmul(const Device& dev, const MatmulProblem& p) {
+  return choose_matmul(dev.info(), dev.tuning(), p);
+}
+
+}  // namespace vkf::ops

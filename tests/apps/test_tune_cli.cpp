@@ -1,0 +1,72 @@
+// vkf tune and --tune: a tuning file written for this device, used by vkf train (which says so
+// in one line), another driver's ignored with a note, a missing one an error, export/import.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/tuning_file.h"
+#include "tests/apps/cli_support.h"
+#include "tests/support/small_corpus.h"
+
+namespace fs = std::filesystem;
+using vkf::test::CliResult;
+using vkf::test::k_vkf;
+using vkf::test::run_shell;
+using vkf::test::run_vkf;
+
+TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[apps][cli][tune]") {
+  const fs::path dir = vkf::test::temp_dir("cli-tune");
+  const fs::path file = dir / "tuned.json";
+  CliResult r = run_vkf("tune --model " + vkf::test::untrained_model().string() +
+                        " --tokens 64 --budget 3s --out " + file.string());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("speed-up"));
+  CHECK_THAT(r.err, Catch::Contains("wrote " + file.string()));
+  const vkf::TuningFile f = vkf::read_tuning_file(file.string());
+  CHECK(!f.matmul.empty());
+  for (const vkf::TunedMatmul& t : f.matmul) {
+    CHECK(t.tried >= 1);
+    CHECK(t.seconds > 0);
+    CHECK(t.seconds <= t.default_seconds);
+  }
+
+  r = run_vkf(vkf::test::train_args(dir / "run", "--max-steps 1 --tune " + file.string()));
+  CHECK(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("vkf train: matmul kernels tuned (" + file.string() + ")"));
+
+  // The same file as another driver version wrote it: ignored, with a note, and the run goes on
+  // with the tables.
+  vkf::TuningFile old = f;
+  old.key.driver_version += 1;
+  old.key.driver = "an older driver";
+  const fs::path stale = dir / "stale.json";
+  vkf::write_tuning_file(stale.string(), old);
+  r = run_vkf(vkf::test::train_args(dir / "run2", "--max-steps 1 --tune " + stale.string()));
+  CHECK(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("matmul kernels default (the tuning file " + stale.string() +
+                                    " is ignored: it is for driver an older driver"));
+
+  // Named but missing, or malformed: an error before any work.
+  r = run_vkf(
+      vkf::test::train_args(dir / "run3", "--max-steps 1 --tune " + (dir / "none.json").string()));
+  CHECK(r.status != 0);
+  CHECK_THAT(r.err, Catch::Contains("no tuning file"));
+  std::ofstream(dir / "bad.json") << "not json";
+  r = run_vkf(
+      vkf::test::train_args(dir / "run4", "--max-steps 1 --tune " + (dir / "bad.json").string()));
+  CHECK(r.status != 0);
+  CHECK_THAT(r.err, Catch::Contains("malformed"));
+
+  // Import into a cache directory of its own, export back out: the same entries. Another
+  // driver's file is refused.
+  const std::string cache = "VKF_CACHE_DIR=" + (dir / "cache").string() + " ";
+  r = run_shell(cache + k_vkf + " tune --import " + file.string());
+  CHECK(r.status == 0);
+  r = run_shell(cache + k_vkf + " tune --export " + (dir / "out.json").string());
+  CHECK(r.status == 0);
+  CHECK(vkf::read_tuning_file((dir / "out.json").string()).matmul.size() == f.matmul.size());
+  r = run_shell(cache + k_vkf + " tune --import " + stale.string());
+  CHECK(r.status != 0);
+  CHECK_THAT(r.err, Catch::Contains("does not apply"));
+}

@@ -1,0 +1,93 @@
+// A tuned run (Device::set_tuning, what `vkf train --tune` applies) trains bit-identically to an
+// untuned run that makes the same kernel choices: the tuning changes which kernels run, never
+// what the model computes with them.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/ops/matmul_choice.h"
+#include "engine/tuning.h"
+#include "model/checkpoint.h"
+#include "model/train/trainer.h"
+#include "tests/support/small_corpus.h"
+#include "tests/support/vk_test.h"
+
+using namespace vkf;
+using namespace vkf::model;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TrainerOptions small_run(const fs::path& out) {
+  const test::SmallCorpus& corpus = test::small_corpus();
+  TrainerOptions o;
+  o.config = ModelConfig::preset("tiny");
+  o.config.d_model = 32;
+  o.config.d_ff = 64;
+  o.config.heads = 2;
+  o.config.encoder_layers = o.config.decoder_layers = 1;
+  o.config.max_len = 64;
+  o.config.dropout = 0.1f;
+  o.train = CorpusFiles::two_files(corpus.src.string(), corpus.tgt.string());
+  o.vocab = corpus.vocab.string();
+  o.out_dir = out.string();
+  o.max_sequence_len = 64;
+  o.batching.max_tokens = 256;
+  o.adam.warmup_steps = 10;
+  o.log_every = 1000;
+  o.progress = nullptr;
+  o.max_steps = 3;
+  return o;
+}
+
+}  // namespace
+
+VKF_TEST_CASE("a tuned run trains bit-identically to an untuned one with the same kernels",
+              "[model][trainer][tune]") {
+  // Every f32 shape class tuned to the table's row with the other read mode (texel views where
+  // the device reads storage buffers, and back): a kernel the untuned run does not choose
+  // unless told to, which the untuned run is, device-wide (OpOverrides::matmul_texel_views).
+  if (test::device().options().ops.matmul_texel_views)
+    VKF_SKIP("VKF_MATMUL_TEXEL forces the read mode this test varies");
+  const DeviceInfo& info = test::device().info();
+  const bool flipped = !info.is_cpu();
+  auto tuning = std::make_shared<Tuning>();
+  tuning->origin = "test";
+  const uint32_t sizes[] = {16, 128, 1024, 4096};
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (uint32_t m : sizes)
+        for (uint32_t n : sizes)
+          for (uint32_t k : sizes) {
+            const ops::MatmulProblem p{DType::f32, ta, tb, m, n, k};
+            ops::MatmulConfig c = ops::choose_matmul(info, nullptr, p).config;
+            c.name = "tuned " + c.name;
+            c.texel = flipped;
+            tuning->matmul[ops::matmul_shape_class(p)] = c;
+          }
+  REQUIRE(tuning->matmul.size() == 4 * 64);
+
+  auto tuned = test::new_device();
+  tuned->set_tuning(tuning);
+  const ops::MatmulChoice asked =
+      ops::choose_matmul(*tuned, ops::MatmulProblem{DType::f32, false, true, 200, 64, 32});
+  CHECK(asked.source == ops::MatmulSource::tuned);
+  DeviceOptions forced;
+  forced.ops.matmul_texel_views = flipped;
+  auto untuned = test::new_device(forced);
+  REQUIRE(untuned->tuning() == nullptr);
+
+  const fs::path a = test::temp_dir("tuned-run"), b = test::temp_dir("untuned-run");
+  train(*tuned, small_run(a));
+  train(*untuned, small_run(b));
+  REQUIRE(fs::exists(a / checkpoint_name(3)));
+  REQUIRE(fs::exists(b / checkpoint_name(3)));
+  CHECK(read_bytes(a / checkpoint_name(3)) == read_bytes(b / checkpoint_name(3)));
+}

@@ -1,0 +1,257 @@
+// Which matmul kernel runs and why (engine/ops/matmul_choice.h), and the tuner (tune/): the
+// search driven by a fake timer, its correctness guard, and the tuning file and its key.
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "bench/tune/matmul_candidates.h"
+#include "bench/tune/matmul_check.h"
+#include "bench/tune/matmul_tuner.h"
+#include "engine/ops/matmul.h"
+#include "engine/tuning.h"
+#include "engine/tuning_file.h"
+#include "tests/support/small_corpus.h"
+#include "tests/support/vk_test.h"
+
+using namespace vkf;
+
+namespace {
+
+DeviceInfo cpu_info(uint32_t subgroup) {
+  DeviceInfo cpu;
+  cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  cpu.max_workgroup_invocations = 1024;
+  cpu.max_workgroup_size = {1024, 1024, 64};
+  cpu.shared_memory_bytes = 32768;
+  cpu.subgroup_size = cpu.min_subgroup_size = cpu.max_subgroup_size = subgroup;
+  cpu.subgroup_shuffle = true;
+  return cpu;
+}
+
+// cpu_direct, 4 columns a lane instead of 8: a configuration that is in no table.
+ops::MatmulConfig narrow_direct() {
+  ops::MatmulConfig c = ops::matmul_config("cpu_direct");
+  c.name = "narrow";
+  c.bn = 32;
+  c.tn = 4;
+  return c;
+}
+
+// Times nothing: each candidate's seconds come from `time` (by its place in the candidate
+// list), so the assertions name the winner with no timing in them.
+class FakeTimer : public tune::Timer {
+ public:
+  explicit FakeTimer(std::vector<ops::MatmulConfig> order, std::map<size_t, double> times)
+      : order_(std::move(order)), times_(std::move(times)) {}
+  RecorderOptions recorder_options(const Device&) const override { return {}; }
+  double seconds(Sequence&, const ops::MatmulConfig& c, const ops::MatmulProblem&,
+                 double) override {
+    ++calls;
+    for (size_t i = 0; i < order_.size(); ++i)
+      if (order_[i].same_kernel(c)) return times_.count(i) ? times_.at(i) : 1.0;
+    FAIL("the tuner timed a configuration outside its candidates: " << c.describe());
+    return 0;
+  }
+  int calls = 0;
+
+ private:
+  std::vector<ops::MatmulConfig> order_;
+  std::map<size_t, double> times_;
+};
+
+}  // namespace
+
+TEST_CASE("matmul choice: forced, tuned or the table's row, and why", "[shaders][matmul][tune]") {
+  const ops::MatmulProblem p{DType::f32, false, true, 1024, 1024, 1024};
+  CHECK(ops::matmul_shape_class(p) == "f32/abt/m1k/n1k/k1k");
+  CHECK(ops::matmul_shape_class({DType::f16, true, false, 16, 17, 8193}) ==
+        "f16/atb/m16/n128/kbig");
+  CHECK(ops::matmul_shape_class({DType::f32, false, false, 1025, 128, 129}) ==
+        "f32/ab/mbig/n128/k1k");
+
+  const DeviceInfo cpu = cpu_info(8);
+  const ops::MatmulChoice table = ops::choose_matmul(cpu, nullptr, p);
+  CHECK(table.source == ops::MatmulSource::table);
+  CHECK(table.config.name == "cpu_direct");
+  CHECK_THAT(table.why, Catch::Contains("CPU device, subgroups of 8"));
+
+  Tuning tuning;
+  tuning.origin = "test";
+  tuning.matmul[ops::matmul_shape_class(p)] = narrow_direct();
+  const ops::MatmulChoice tuned = ops::choose_matmul(cpu, &tuning, p);
+  CHECK(tuned.source == ops::MatmulSource::tuned);
+  CHECK(tuned.config.same_kernel(narrow_direct()));
+  CHECK_THAT(tuned.why, Catch::Contains("f32/abt/m1k/n1k/k1k") && Catch::Contains("test"));
+  // Another shape class keeps the table's row.
+  CHECK(ops::choose_matmul(cpu, &tuning, {DType::f32, false, true, 8, 1024, 1024}).source ==
+        ops::MatmulSource::table);
+  // A tuned entry this device cannot run is passed over, saying why.
+  tuning.matmul[ops::matmul_shape_class(p)] = ops::matmul_config("khr_coopmat");
+  const ops::MatmulChoice over = ops::choose_matmul(cpu, &tuning, p);
+  CHECK(over.source == ops::MatmulSource::table);
+  CHECK(over.config.name == "cpu_direct");
+  CHECK_THAT(over.why, Catch::Contains("passed over") && Catch::Contains("tensor-core"));
+  // The table's choice is choose_matmul_config's, for every subgroup width and transpose.
+  for (uint32_t sg : {8u, 16u})
+    for (bool tb : {false, true}) {
+      const DeviceInfo info = cpu_info(sg);
+      CHECK(ops::choose_matmul(info, nullptr, {DType::f32, false, tb, 64, 64, 64}).config.name ==
+            ops::choose_matmul_config(info, tb).name);
+    }
+}
+
+VKF_TEST_CASE("matmul runs the device's tuning for the shape class", "[shaders][matmul][tune]") {
+  auto dev = test::new_device();
+  if (dev->options().ops.matmul_texel_views)
+    VKF_SKIP("VKF_MATMUL_TEXEL forces the read mode this test varies");
+  // The table's row with the other read mode: a different kernel variant, named in the sequence.
+  ops::MatmulConfig x =
+      ops::choose_matmul(*dev, ops::MatmulProblem{DType::f32, false, true, 40, 36, 44}).config;
+  x.texel = !dev->info().is_cpu();
+  x.name = "flipped";
+  const uint32_t m = 40, n = 36, k = 44;
+  const std::vector<float> a = test::random_floats(m * k, 1), b = test::random_floats(n * k, 2);
+  Buffer ab = dev->allocate(a.size() * 4, "A"), bb = dev->allocate(b.size() * 4, "B"),
+         cb = dev->allocate(m * n * 4, "C");
+  dev->upload(ab, a);
+  dev->upload(bb, b);
+  auto run = [&](const ops::MatmulConfig* forced) {
+    ops::MatmulArgs args;
+    args.a = ab, args.b = bb, args.c = cb;
+    args.m = m, args.n = n, args.k = k;
+    args.trans_b = true;
+    args.config = forced;
+    Recorder rec(*dev);
+    ops::matmul(*dev, rec, args);
+    Sequence seq = rec.finish();
+    seq.run();
+    return std::make_pair(seq.kernel_names(), dev->download<uint32_t>(cb, m * n));
+  };
+  const std::string flipped = *x.texel ? "matmul_texel" : "matmul";
+  const std::string usual = *x.texel ? "matmul" : "matmul_texel";
+  CHECK(run(nullptr).first == std::vector<std::string>{usual});
+  auto tuning = std::make_shared<Tuning>();
+  tuning->origin = "test";
+  tuning->matmul[ops::matmul_shape_class({DType::f32, false, true, m, n, k})] = x;
+  dev->set_tuning(tuning);
+  const auto tuned = run(nullptr);
+  CHECK(tuned.first == std::vector<std::string>{flipped});
+  // Bit for bit what the same configuration gives when forced.
+  dev->set_tuning(nullptr);
+  CHECK(tuned.second == run(&x).second);
+}
+
+VKF_TEST_CASE("tuner: the fastest correct candidate wins, by a fake timer",
+              "[shaders][matmul][tune]") {
+  auto dev = test::new_device();
+  const ops::MatmulProblem p{DType::f32, false, true, 64, 48, 40};
+  const std::vector<ops::MatmulConfig> cands = tune::matmul_candidates(dev->info(), p);
+  REQUIRE(cands.size() >= 6);
+  // The prior first: the table's row, as an untuned run gets it.
+  CHECK(cands.front().name == ops::choose_matmul_config(dev->info(), true).name);
+  for (const ops::MatmulConfig& c : cands) CHECK(ops::matmul_config_fits(c, dev->info()));
+
+  tune::TunerOptions options;
+  options.max_candidates = 6;
+  options.budget_seconds = 600;
+  FakeTimer timer(cands, {{0, 1.0}, {2, 0.7}, {4, 0.5}, {5, 0.6}});
+  const TuningFile f = tune::tune_matmuls(*dev, std::span(&p, 1), timer, options);
+  REQUIRE(f.matmul.size() == 1);
+  const TunedMatmul& t = f.matmul[0];
+  CHECK(t.config.same_kernel(cands[4]));
+  CHECK(t.default_name == cands.front().name);
+  CHECK(t.default_seconds == 1.0);
+  CHECK(t.seconds == 0.5);
+  CHECK(t.tried == 6);
+  CHECK(t.rejected.empty());
+  CHECK(timer.calls == 6);
+  CHECK(f.key.mismatch(TuningKey::of(dev->info())).empty());
+
+  // All slower than the default: the default stays.
+  FakeTimer slow(cands, {{0, 0.1}});
+  const TuningFile g = tune::tune_matmuls(*dev, std::span(&p, 1), slow, options);
+  CHECK(g.matmul[0].config.same_kernel(cands.front()));
+}
+
+VKF_TEST_CASE("tuner: a candidate made wrong on purpose is rejected, saying why",
+              "[shaders][matmul][tune]") {
+  auto dev = test::new_device();
+  const ops::MatmulProblem p{DType::f32, false, false, 33, 40, 24};
+  const std::vector<ops::MatmulConfig> cands = tune::matmul_candidates(dev->info(), p);
+  REQUIRE(cands.size() >= 6);
+  const ops::MatmulConfig wrong = cands[3];
+  auto sabotage = [&](const ops::MatmulConfig& c) { return c.same_kernel(wrong); };
+  // The guard itself: right without the hook, wrong with it.
+  CHECK(tune::check_matmul(*dev, wrong, p).empty());
+  CHECK_THAT(tune::check_matmul(*dev, wrong, p, sabotage), Catch::Contains("wrong at"));
+
+  tune::TunerOptions options;
+  options.max_candidates = 6;
+  options.sabotage = sabotage;
+  FakeTimer timer(cands, {{0, 1.0}, {3, 0.1}, {5, 0.4}});
+  const TuningFile f = tune::tune_matmuls(*dev, std::span(&p, 1), timer, options);
+  const TunedMatmul& t = f.matmul.at(0);
+  CHECK(t.config.same_kernel(cands[5]));
+  REQUIRE(t.rejected.size() == 1);
+  CHECK(t.rejected[0].first == wrong.describe());
+  CHECK_THAT(t.rejected[0].second, Catch::Contains("wrong at"));
+}
+
+TEST_CASE("tuning file: written, read back, and another driver's ignored with a note",
+          "[shaders][matmul][tune]") {
+  const std::filesystem::path dir = test::temp_dir("tuning_file");
+  DeviceInfo info = cpu_info(8);
+  info.name = "llvmpipe (test)";
+  info.vendor_id = 0x10005;
+  info.driver_version = 0x5800006;
+  info.pipeline_cache_uuid[0] = 0xab;
+  const std::string path = tuning_file_path(dir.string(), info);
+  CHECK(path.size() > 12);
+  CHECK(path.substr(path.size() - 12) == ".tuning.json");
+  CHECK(tuning_file_path("", info).empty());
+
+  TuningFile f;
+  f.key = TuningKey::of(info);
+  TunedMatmul t;
+  t.shape = {DType::f16, true, false, 512, 2048, 4096};
+  t.shape_class = ops::matmul_shape_class(t.shape);
+  t.config = narrow_direct();
+  t.config.texel = false;
+  t.default_name = "cpu_direct";
+  t.default_seconds = 0.25;
+  t.seconds = 0.125;
+  t.tried = 7;
+  t.rejected = {{"wg8 32x64x1 t32x8 direct texel", "wrong at 37x45x29"}};
+  f.matmul.push_back(t);
+  write_tuning_file(path, f);
+
+  const TuningFile back = read_tuning_file(path);
+  REQUIRE(back.matmul.size() == 1);
+  CHECK(back.matmul[0].config.same_kernel(t.config));
+  CHECK(back.matmul[0].config.name == "narrow");
+  CHECK(back.matmul[0].shape_class == "f16/atb/m1k/nbig/kbig");
+  CHECK(back.matmul[0].rejected == t.rejected);
+  CHECK(back.matmul[0].seconds == 0.125);
+  const TuningLoad ok = load_tuning(path, info);
+  REQUIRE(ok.tuning);
+  CHECK(ok.note.empty());
+  CHECK(ok.tuning->matmul.at(t.shape_class).same_kernel(t.config));
+  CHECK(ok.tuning->origin == path);
+
+  // A driver update: the same device, another driver version.
+  DeviceInfo updated = info;
+  updated.driver_version += 1;
+  const TuningLoad old = load_tuning(path, updated);
+  CHECK(!old.tuning);
+  CHECK_THAT(old.note, Catch::Contains("ignored") && Catch::Contains("driver"));
+  // Another build of the same version (pipelineCacheUUID).
+  DeviceInfo rebuilt = info;
+  rebuilt.pipeline_cache_uuid[0] = 0xcd;
+  CHECK_THAT(load_tuning(path, rebuilt).note, Catch::Contains("pipelineCacheUUID"));
+  // Missing and malformed files.
+  CHECK_THAT(load_tuning((dir / "none.json").string(), info).note, Catch::Contains("no tuning"));
+  std::ofstream((dir / "bad.json").string()) << "{\"format\": \"vkformer-tuning/1\"}";
+  CHECK_THROWS_WITH(read_tuning_file((dir / "bad.json").string()),
+                    Catch::Contains("bad.json") && Catch::Contains("malformed"));
+  CHECK(!load_tuning((dir / "bad.json").string(), info).tuning);
+}
