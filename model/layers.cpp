@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/error.h"
 #include "engine/ops/embedding.h"
 #include "engine/ops/layer_norm.h"
 #include "engine/ops/matmul.h"
@@ -25,8 +26,17 @@ BufferRef ActivationPool::find_or_allocate(const std::string& name, uint64_t ele
   return it->second.ref().slice(0, elements * 4);
 }
 
-BufferRef ActivationPool::get(const std::string& name, uint64_t elements) {
+BufferRef ActivationPool::write(const std::string& name, uint64_t elements) {
   return find_or_allocate(name, elements, MemoryKind::device);
+}
+
+BufferRef ActivationPool::read(const std::string& name, uint64_t elements) const {
+  auto it = live_.find(name);
+  if (it == live_.end()) throw Error("activation '" + name + "' is read but was never written");
+  if (it->second.size() < std::max<uint64_t>(elements, 1) * 4)
+    throw Error("activation '" + name + "' is read as " + std::to_string(elements) +
+                " elements but was written with " + std::to_string(it->second.size() / 4));
+  return it->second.ref().slice(0, elements * 4);
 }
 
 BufferRef ActivationPool::host(const std::string& name, uint64_t elements) {

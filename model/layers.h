@@ -16,17 +16,19 @@
 
 namespace vkf::model {
 
-// Activations and host-visible inputs/outputs by name, allocated on first use: the forward writes
-// them, a backward (or a later decode step) reads them by the same name. One pool can serve the
-// graphs of every bucket shape, which run one at a time, instead of one set of buffers per
-// shape. A buffer that must grow is replaced; the old one stays alive for the graphs already
-// recorded against it (record the largest shapes first to avoid that).
+// Activations and host-visible inputs/outputs by name. `write` allocates on first use (or reuses)
+// the buffer a forward writes; `read` finds one written before and refuses a name never written
+// (or written smaller), so a misspelled name is an error rather than a fresh, uninitialised
+// buffer. One pool can serve the graphs of every bucket shape, which run one at a time, instead
+// of one set of buffers per shape. A buffer that must grow is replaced; the old one stays alive
+// for the graphs already recorded against it (record the largest shapes first to avoid that).
 class ActivationPool {
  public:
   explicit ActivationPool(Device& dev) : dev_(dev) {}
-  BufferRef get(const std::string& name, uint64_t elements);   // device-local, 4-byte elements
-  BufferRef host(const std::string& name, uint64_t elements);  // host-visible, mapped
-  uint64_t bytes() const { return bytes_; }                    // held, retired buffers included
+  BufferRef write(const std::string& name, uint64_t elements);  // device-local, 4-byte elements
+  BufferRef read(const std::string& name, uint64_t elements) const;  // throws if never written
+  BufferRef host(const std::string& name, uint64_t elements);        // host-visible, mapped
+  uint64_t bytes() const { return bytes_; }  // held, retired buffers included
   Device& device() const { return dev_; }
 
  private:
@@ -61,7 +63,7 @@ uint32_t dropout_id(bool decoder, int layer, uint32_t site);
 // Device activations by name.
 using BufferSource = std::function<BufferRef(const std::string& name, uint64_t elements)>;
 inline BufferSource source_of(ActivationPool& b) {
-  return [&b](const std::string& name, uint64_t elements) { return b.get(name, elements); };
+  return [&b](const std::string& name, uint64_t elements) { return b.write(name, elements); };
 }
 
 // What every forward block records into.

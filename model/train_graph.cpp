@@ -165,26 +165,26 @@ void TrainGraph::record_forward(Recorder& rec) {
   const BufferRef memory = encoder_forward(f, src, src_len, B, Ls);
 
   // Decoder.
-  BufferRef y = b.get("dec.embed", uint64_t{Nt} * d);
+  BufferRef y = b.write("dec.embed", uint64_t{Nt} * d);
   embed(f, tgt_in, Nt, Lt, BufferRef{}, y, dropout_id(true, 0, 15));
   for (int l = 0; l < c.decoder_layers; ++l) {
     const std::string n = "dec." + std::to_string(l), p = "decoder.layers." + std::to_string(l);
-    BufferRef s1 = b.get(n + ".s1", uint64_t{Nt} * d), y1 = b.get(n + ".y1", uint64_t{Nt} * d);
+    BufferRef s1 = b.write(n + ".s1", uint64_t{Nt} * d), y1 = b.write(n + ".y1", uint64_t{Nt} * d);
     mha(f, n + ".self", p + ".self_attn", y, y, B, Lt, Lt, tgt_len, true, s1,
         dropout_id(true, l, 0));
     add_norm(f, n + ".ln1", p + ".self_attn_norm", y, s1, y1, Nt, Lt, dropout_id(true, l, 1));
-    BufferRef s2 = b.get(n + ".s2", uint64_t{Nt} * d), y2 = b.get(n + ".y2", uint64_t{Nt} * d);
+    BufferRef s2 = b.write(n + ".s2", uint64_t{Nt} * d), y2 = b.write(n + ".y2", uint64_t{Nt} * d);
     mha(f, n + ".cross", p + ".cross_attn", y1, memory, B, Lt, Ls, src_len, false, s2,
         dropout_id(true, l, 2));
     add_norm(f, n + ".ln2", p + ".cross_attn_norm", y1, s2, y2, Nt, Lt, dropout_id(true, l, 3));
-    BufferRef s3 = b.get(n + ".s3", uint64_t{Nt} * d), y3 = b.get(n + ".y3", uint64_t{Nt} * d);
+    BufferRef s3 = b.write(n + ".s3", uint64_t{Nt} * d), y3 = b.write(n + ".y3", uint64_t{Nt} * d);
     ffn(f, n + ".ffn", p + ".ffn", y2, s3, Nt);
     add_norm(f, n + ".ln3", p + ".ffn_norm", y2, s3, y3, Nt, Lt, dropout_id(true, l, 4));
     y = y3;
   }
 
   // Output projection with the shared embedding: logits[Nt, V] = y E^T.
-  BufferRef logits = b.get("logits", uint64_t{Nt} * V);
+  BufferRef logits = b.write("logits", uint64_t{Nt} * V);
   ops::MatmulArgs proj;
   proj.a = y;
   proj.b = params_.param("embed.weight");
@@ -236,21 +236,21 @@ void TrainGraph::record_backward(Recorder& rec) {
   const uint32_t Ns = D.Ns(), Nt = D.Nt(), Nmax = std::max(Ns, Nt);
   const BufferRef src = io_.src, tgt_in = io_.tgt_in, src_len = io_.src_len, tgt_len = io_.tgt_len;
 
-  BufferRef ones = b.get("ones", Nmax);
+  BufferRef ones = b.write("ones", Nmax);
   ops::fill(dev_, rec, ones, Nmax, 1.0f);
   // Activation-gradient temporaries, reused layer after layer (the recorder orders them).
   const uint64_t wide = uint64_t{Nmax} * std::max({D.d, D.H * D.dk, D.H * D.dv});
-  BufferRef g_out = b.get("grad.out", wide), g_a = b.get("grad.a", wide),
-            g_b = b.get("grad.b", wide);
-  BufferRef g_ff = b.get("grad.ff", uint64_t{Nmax} * D.dff);
-  BufferRef g_q = b.get("grad.q", uint64_t{Nmax} * D.H * D.dk);
-  BufferRef g_k = b.get("grad.k", uint64_t{Nmax} * D.H * D.dk);
-  BufferRef g_v = b.get("grad.v", uint64_t{Nmax} * D.H * D.dv);
-  BufferRef g_o = b.get("grad.o", uint64_t{Nmax} * D.H * D.dv);
-  BufferRef g_memory = b.get("grad.memory", uint64_t{Ns} * D.d);
-  BufferRef delta = b.get("grad.delta", uint64_t{D.B} * D.H * std::max(D.Ls, D.Lt));
+  BufferRef g_out = b.write("grad.out", wide), g_a = b.write("grad.a", wide),
+            g_b = b.write("grad.b", wide);
+  BufferRef g_ff = b.write("grad.ff", uint64_t{Nmax} * D.dff);
+  BufferRef g_q = b.write("grad.q", uint64_t{Nmax} * D.H * D.dk);
+  BufferRef g_k = b.write("grad.k", uint64_t{Nmax} * D.H * D.dk);
+  BufferRef g_v = b.write("grad.v", uint64_t{Nmax} * D.H * D.dv);
+  BufferRef g_o = b.write("grad.o", uint64_t{Nmax} * D.H * D.dv);
+  BufferRef g_memory = b.write("grad.memory", uint64_t{Ns} * D.d);
+  BufferRef delta = b.write("grad.delta", uint64_t{D.B} * D.H * std::max(D.Ls, D.Lt));
   BufferRef ln_scratch =
-      b.get("grad.ln_scratch", ops::layer_norm_backward_scratch_bytes(Nmax, D.d) / 4 + 1);
+      b.write("grad.ln_scratch", ops::layer_norm_backward_scratch_bytes(Nmax, D.d) / 4 + 1);
   auto rows_d = [&](const BufferRef& r, uint32_t rows) {
     return r.slice(0, uint64_t{rows} * D.d * 4);
   };
@@ -260,10 +260,10 @@ void TrainGraph::record_backward(Recorder& rec) {
                            uint32_t id) {
     ops::LayerNormBackwardArgs a;
     a.dy = dy;
-    a.h = b.get(name + ".h", uint64_t{rows} * D.d);
+    a.h = b.read(name + ".h", uint64_t{rows} * D.d);
     a.gamma = params_.param(norm + ".weight");
-    a.mean = b.get(name + ".mean", rows);
-    a.rstd = b.get(name + ".rstd", rows);
+    a.mean = b.read(name + ".mean", rows);
+    a.rstd = b.read(name + ".rstd", rows);
     a.dx = dx;
     a.ds = ds;
     a.dgamma = grad(norm + ".weight");
@@ -291,10 +291,10 @@ void TrainGraph::record_backward(Recorder& rec) {
                           bool causal, const BufferRef& ds_out, const BufferRef& dxq,
                           const BufferRef& dxkv, bool accumulate_kv, uint32_t id) {
     const uint32_t nq = D.B * Lq, nk = D.B * Lk;
-    BufferRef q = b.get(name + ".q", uint64_t{nq} * D.H * D.dk);
-    BufferRef k = b.get(name + ".k", uint64_t{nk} * D.H * D.dk);
-    BufferRef v = b.get(name + ".v", uint64_t{nk} * D.H * D.dv);
-    BufferRef o = b.get(name + ".o", uint64_t{nq} * D.H * D.dv);
+    BufferRef q = b.read(name + ".q", uint64_t{nq} * D.H * D.dk);
+    BufferRef k = b.read(name + ".k", uint64_t{nk} * D.H * D.dk);
+    BufferRef v = b.read(name + ".v", uint64_t{nk} * D.H * D.dv);
+    BufferRef o = b.read(name + ".o", uint64_t{nq} * D.H * D.dv);
     BufferRef dq = g_q.slice(0, uint64_t{nq} * D.H * D.dk * 4);
     BufferRef dk = g_k.slice(0, uint64_t{nk} * D.H * D.dk * 4);
     BufferRef dv = g_v.slice(0, uint64_t{nk} * D.H * D.dv * 4);
@@ -315,7 +315,7 @@ void TrainGraph::record_backward(Recorder& rec) {
     a.fwd.k_layout = heads_layout(Lk, D.H, D.dk);
     a.fwd.v_layout = heads_layout(Lk, D.H, D.dv);
     a.fwd.o_layout = heads_layout(Lq, D.H, D.dv);
-    a.fwd.lse = b.get(name + ".lse", uint64_t{D.B} * D.H * Lq);
+    a.fwd.lse = b.read(name + ".lse", uint64_t{D.B} * D.H * Lq);
     a.fwd.key_len = key_len;
     a.fwd.causal = causal;
     a.fwd.dropout_p = attn_drop;
@@ -333,7 +333,7 @@ void TrainGraph::record_backward(Recorder& rec) {
   };
   auto ffn_backward = [&](const std::string& name, const std::string& prefix, const BufferRef& x,
                           const BufferRef& ds_out, const BufferRef& dx, uint32_t rows) {
-    BufferRef f = b.get(name + ".f", uint64_t{rows} * D.dff);
+    BufferRef f = b.read(name + ".f", uint64_t{rows} * D.dff);
     BufferRef df = g_ff.slice(0, uint64_t{rows} * D.dff * 4);
     lin_back(prefix + ".fc2", D.dff, D.d, f, ds_out, df, false, rows);
     ops::relu_backward(dev_, rec, f, df, rows * D.dff);
@@ -341,9 +341,9 @@ void TrainGraph::record_backward(Recorder& rec) {
   };
 
   // Output projection: dy = dlogits E, dE += dlogits^T y.
-  BufferRef dlogits = b.get("logits", uint64_t{Nt} * D.V);
+  BufferRef dlogits = b.read("logits", uint64_t{Nt} * D.V);
   const std::string last_dec = "dec." + std::to_string(c.decoder_layers - 1);
-  BufferRef y_final = b.get(last_dec + ".y3", uint64_t{Nt} * D.d);
+  BufferRef y_final = b.read(last_dec + ".y3", uint64_t{Nt} * D.d);
   BufferRef gy = rows_d(g_out, Nt);
   {
     ops::MatmulArgs gx;
@@ -368,16 +368,16 @@ void TrainGraph::record_backward(Recorder& rec) {
 
   // Decoder layers, last to first. gy holds the gradient of the layer's output.
   const std::string last_enc = "enc." + std::to_string(c.encoder_layers - 1);
-  const BufferRef memory = b.get(last_enc + ".x2", uint64_t{Ns} * D.d);
+  const BufferRef memory = b.read(last_enc + ".x2", uint64_t{Ns} * D.d);
   rec.fill(g_memory, 0);
   BufferRef ga = rows_d(g_a, Nt), gb = rows_d(g_b, Nt);
   for (int l = c.decoder_layers - 1; l >= 0; --l) {
     const std::string n = "dec." + std::to_string(l), p = "decoder.layers." + std::to_string(l);
     const BufferRef y_in = l == 0
-                               ? b.get("dec.embed", uint64_t{Nt} * D.d)
-                               : b.get("dec." + std::to_string(l - 1) + ".y3", uint64_t{Nt} * D.d);
-    const BufferRef y1 = b.get(n + ".y1", uint64_t{Nt} * D.d),
-                    y2 = b.get(n + ".y2", uint64_t{Nt} * D.d);
+                               ? b.read("dec.embed", uint64_t{Nt} * D.d)
+                               : b.read("dec." + std::to_string(l - 1) + ".y3", uint64_t{Nt} * D.d);
+    const BufferRef y1 = b.read(n + ".y1", uint64_t{Nt} * D.d),
+                    y2 = b.read(n + ".y2", uint64_t{Nt} * D.d);
     norm_backward(n + ".ln3", p + ".ffn_norm", gy, ga, gb, Nt, D.Lt, dropout_id(true, l, 4));
     ffn_backward(n + ".ffn", p + ".ffn", y2, gb, ga, Nt);  // ga: gradient of y2
     norm_backward(n + ".ln2", p + ".cross_attn_norm", ga, gy, gb, Nt, D.Lt, dropout_id(true, l, 3));
@@ -403,9 +403,9 @@ void TrainGraph::record_backward(Recorder& rec) {
   for (int l = c.encoder_layers - 1; l >= 0; --l) {
     const std::string n = "enc." + std::to_string(l), p = "encoder.layers." + std::to_string(l);
     const BufferRef x_in = l == 0
-                               ? b.get("enc.embed", uint64_t{Ns} * D.d)
-                               : b.get("enc." + std::to_string(l - 1) + ".x2", uint64_t{Ns} * D.d);
-    const BufferRef x1 = b.get(n + ".x1", uint64_t{Ns} * D.d);
+                               ? b.read("enc.embed", uint64_t{Ns} * D.d)
+                               : b.read("enc." + std::to_string(l - 1) + ".x2", uint64_t{Ns} * D.d);
+    const BufferRef x1 = b.read(n + ".x1", uint64_t{Ns} * D.d);
     norm_backward(n + ".ln2", p + ".ffn_norm", gx, ga, gb, Ns, D.Ls, dropout_id(false, l, 2));
     ffn_backward(n + ".ffn", p + ".ffn", x1, gb, ga, Ns);  // ga: gradient of x1
     norm_backward(n + ".ln1", p + ".self_attn_norm", ga, gx, gb, Ns, D.Ls, dropout_id(false, l, 1));
@@ -425,7 +425,7 @@ void TrainGraph::embedding_backward_into(Recorder& rec, const BufferRef& tokens,
   e.dout = dout;
   e.dtable = grad("embed.weight");
   if (c.learned_positions) e.dpos_table = grad("pos_embed.weight");
-  e.scratch = pool_->get(
+  e.scratch = pool_->write(
       "grad.embed_scratch." + std::to_string(len),
       ops::embedding_backward_scratch_bytes(uint32_t(c.vocab_size), uint32_t(c.max_len), count) /
               4 +
