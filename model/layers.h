@@ -1,8 +1,8 @@
 #pragma once
-// The Transformer's forward building blocks (docs/design.md: post-LN, PyTorch Linear layout),
-// recorded with engine ops: embeddings, linear layers, multi-head attention, add & norm, the
-// position-wise FFN and the encoder stack. The training graph records them over whole sequences;
-// the decoder (model/decode/) records the same blocks for one position at a time.
+// What the Transformer's blocks (model/blocks/: attention, feed-forward, add & norm, the layers)
+// are recorded with (docs/design.md: post-LN, PyTorch Linear layout): the activation pool, linear
+// layers, the embedding and the context a forward records into. The training graph records the
+// blocks over whole sequences; the decoder (model/decode/) for one position at a time.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -42,6 +42,7 @@ class ActivationPool {
 struct Linear {
   BufferRef weight, bias;  // weight [out, in] (PyTorch layout), bias [out]
   uint32_t in = 0, out = 0;
+  BufferRef dweight, dbias;  // their gradients when training (ParamSource::linear)
 };
 Linear linear_of(const DeviceWeights& p, const std::string& prefix, uint32_t in, uint32_t out);
 
@@ -82,26 +83,5 @@ struct Forward {
 // len == 0.
 void embed(const Forward& f, const BufferRef& tokens, uint32_t count, uint32_t len,
            const BufferRef& positions, const BufferRef& out, uint32_t dropout_tensor);
-
-// x_out = LayerNorm(x + dropout(s)) with the `norm` parameters; saves h, mean, rstd under `name`.
-// The rows are sentences of `len` tokens (for the dropout mask of a share of a batch).
-void add_norm(const Forward& f, const std::string& name, const std::string& norm,
-              const BufferRef& x, const BufferRef& s, const BufferRef& x_out, uint32_t rows,
-              uint32_t len, uint32_t dropout_tensor);
-
-// Multi-head attention of xq [batch * Lq, d] over xkv [batch * Lk, d] with the `prefix`
-// projections; the o_proj output goes to s_out. Saves q, k, v, o, lse under `name`.
-void mha(const Forward& f, const std::string& name, const std::string& prefix, const BufferRef& xq,
-         const BufferRef& xkv, uint32_t batch, uint32_t Lq, uint32_t Lk, const BufferRef& key_len,
-         bool causal, const BufferRef& s_out, uint32_t dropout_tensor);
-
-// s_out = fc2(relu(fc1(x))); saves the hidden activation under `name`.f.
-void ffn(const Forward& f, const std::string& name, const std::string& prefix, const BufferRef& x,
-         const BufferRef& s_out, uint32_t rows);
-
-// Embeds src [batch, Ls] and runs the encoder layers; returns the memory [batch * Ls, d]
-// (activations under enc.*).
-BufferRef encoder_forward(const Forward& f, const BufferRef& src, const BufferRef& src_len,
-                          uint32_t batch, uint32_t Ls);
 
 }  // namespace vkf::model
