@@ -17,11 +17,13 @@
 namespace vkf::model {
 
 // Activations and host-visible inputs/outputs by name. `write` allocates on first use (or reuses)
-// the buffer a forward writes; `read` finds one written before and refuses a name never written
-// (or written smaller), so a misspelled name is an error rather than a fresh, uninitialised
-// buffer. One pool can serve the graphs of every bucket shape, which run one at a time, instead
-// of one set of buffers per shape. A buffer that must grow is replaced; the old one stays alive
-// for the graphs already recorded against it (record the largest shapes first to avoid that).
+// the buffer a forward writes. The blocks (model/blocks/) hand what they saved to their backward
+// as typed structs, so the training graph looks nothing up by name; a lookup that must, `read`,
+// refuses a name never written (or written smaller): a misspelled name is an error, not a fresh,
+// uninitialised buffer. One pool can serve the graphs of every bucket shape, which run one at a
+// time, instead of one set of buffers per shape. A buffer that must grow is replaced; the old one
+// stays alive for the graphs already recorded against it (record the largest shapes first to avoid
+// that).
 class ActivationPool {
  public:
   explicit ActivationPool(Device& dev) : dev_(dev) {}

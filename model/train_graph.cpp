@@ -190,23 +190,30 @@ void TrainGraph::record_loss(Recorder& rec, const BufferRef& logits, const Buffe
 // ---------------------------------------------------------------------------------------------
 // Backward: every parameter gradient is accumulated (+=), activation gradients are temporaries.
 
-// The activation-gradient temporaries every block reuses, sized for the most rows of either side.
-Backward TrainGraph::backward_context(Recorder& rec) {
+// The activation-gradient temporaries every block reuses, sized for the most rows of either side
+// (allocated in the order the buffers had before the blocks, which keeps their placement).
+Backward TrainGraph::backward_context(Recorder& rec, LayerGrads& grads) {
   const ModelConfig& c = config_;
   const uint32_t B = shape_.batch, H = uint32_t(c.heads), dk = uint32_t(c.head_dim_k()),
-                 dv = uint32_t(c.head_dim_v()), Nmax = B * std::max(shape_.src_len, shape_.tgt_len);
+                 dv = uint32_t(c.head_dim_v()), d = uint32_t(c.d_model),
+                 Nmax = B * std::max(shape_.src_len, shape_.tgt_len);
   ActivationPool& b = *pool_;
   Backward ctx{dev_, rec, scalars_};
   ctx.ones = b.write("ones", Nmax);
   ops::fill(dev_, rec, ctx.ones, Nmax, 1.0f);
+  const uint64_t wide = uint64_t{Nmax} * std::max({d, H * dk, H * dv});
+  grads.out = b.write("grad.out", wide);
+  grads.a = b.write("grad.a", wide);
+  grads.b = b.write("grad.b", wide);
   ctx.d_ff = b.write("grad.ff", uint64_t{Nmax} * uint32_t(c.d_ff));
   ctx.d_q = b.write("grad.q", uint64_t{Nmax} * H * dk);
   ctx.d_k = b.write("grad.k", uint64_t{Nmax} * H * dk);
   ctx.d_v = b.write("grad.v", uint64_t{Nmax} * H * dv);
   ctx.d_o = b.write("grad.o", uint64_t{Nmax} * H * dv);
+  grads.memory = b.write("grad.memory", uint64_t{B} * shape_.src_len * d);
   ctx.delta = b.write("grad.delta", uint64_t{B} * H * std::max(shape_.src_len, shape_.tgt_len));
-  ctx.ln_scratch = b.write(
-      "grad.ln_scratch", ops::layer_norm_backward_scratch_bytes(Nmax, uint32_t(c.d_model)) / 4 + 1);
+  ctx.ln_scratch =
+      b.write("grad.ln_scratch", ops::layer_norm_backward_scratch_bytes(Nmax, d) / 4 + 1);
   return ctx;
 }
 
@@ -214,39 +221,32 @@ Backward TrainGraph::backward_context(Recorder& rec) {
 // own segment), the target embedding, then the encoder layers from the gradient the decoder sent
 // to the memory, and the source embedding.
 void TrainGraph::record_backward(Recorder& rec) {
-  const ModelConfig& c = config_;
   const uint32_t B = shape_.batch, Ns = B * shape_.src_len, Nt = B * shape_.tgt_len,
-                 Nmax = std::max(Ns, Nt), d = uint32_t(c.d_model);
-  ActivationPool& b = *pool_;
-  const Backward ctx = backward_context(rec);
-  // The gradients of a layer's output, its input and a temporary, swapped layer after layer.
-  const uint64_t wide = uint64_t{Nmax} * std::max({d, uint32_t(c.heads * c.head_dim_k()),
-                                                   uint32_t(c.heads * c.head_dim_v())});
-  const BufferRef g_out = b.write("grad.out", wide), g_a = b.write("grad.a", wide),
-                  g_b = b.write("grad.b", wide);
-  const BufferRef g_memory = b.write("grad.memory", uint64_t{Ns} * d);
+                 d = uint32_t(config_.d_model);
+  LayerGrads g;
+  const Backward ctx = backward_context(rec, g);
   auto rows_d = [&](const BufferRef& r, uint32_t rows) {
     return r.slice(0, uint64_t{rows} * d * 4);
   };
 
-  BufferRef gy = rows_d(g_out, Nt), ga = rows_d(g_a, Nt), gb = rows_d(g_b, Nt);
+  BufferRef gy = rows_d(g.out, Nt), ga = rows_d(g.a, Nt), gb = rows_d(g.b, Nt);
   output_.backward(ctx, saved_.output, saved_.logits, gy);
-  rec.fill(g_memory, 0);
+  rec.fill(g.memory, 0);
   for (size_t l = decoder_.size(); l-- > 0;) {
-    decoder_[l].backward(ctx, saved_.decoder[l], gy, ga, gb, g_memory);
+    decoder_[l].backward(ctx, saved_.decoder[l], gy, ga, gb, g.memory);
     std::swap(gy, ga);  // gy: the gradient of the layer's input, the output of the one below
     end_segment(rec, "decoder.layers." + std::to_string(l) + ".");
   }
   embedding_backward_into(rec, io_.tgt_in, shape_.tgt_len, gy, dropout_id(true, 0, 15));
 
-  const BufferRef gx = rows_d(g_out, Ns);
+  const BufferRef gx = rows_d(g.out, Ns);
   ops::CopyArgs cp;
-  cp.src = g_memory;
+  cp.src = g.memory;
   cp.dst = gx;
   cp.cols = Ns * d;
   ops::copy(dev_, rec, cp);
   for (size_t l = encoder_.size(); l-- > 0;) {
-    encoder_[l].backward(ctx, saved_.encoder.layers[l], gx, rows_d(g_a, Ns), rows_d(g_b, Ns));
+    encoder_[l].backward(ctx, saved_.encoder.layers[l], gx, rows_d(g.a, Ns), rows_d(g.b, Ns));
     end_segment(rec, "encoder.layers." + std::to_string(l) + ".");
   }
   embedding_backward_into(rec, io_.src, shape_.src_len, gx, dropout_id(false, 0, 15));

@@ -94,7 +94,12 @@ class TrainGraph {
   void record(Recorder& rec);
   void record_forward(Recorder& rec);
   void record_backward(Recorder& rec);
-  Backward backward_context(Recorder& rec);
+  // The gradients of a layer's output, its input and a temporary (swapped layer after layer),
+  // and of the encoder's memory.
+  struct LayerGrads {
+    BufferRef out, a, b, memory;
+  };
+  Backward backward_context(Recorder& rec, LayerGrads& grads);
   void embedding_backward_into(Recorder& rec, const BufferRef& tokens, uint32_t len,
                                const BufferRef& dout, uint32_t tensor_id);
   void record_loss(Recorder& rec, const BufferRef& logits, const BufferRef& targets, uint32_t rows);
