@@ -5,26 +5,13 @@
 #include <map>
 
 #include "engine/error.h"
-#include "engine/ops/activation.h"
-#include "engine/ops/attention.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/embedding.h"
 #include "engine/ops/layer_norm.h"
 #include "engine/ops/loss.h"
-#include "engine/ops/matmul.h"
 
 namespace vkf::model {
-
-namespace {
-
-struct Dims {
-  uint32_t B, Ls, Lt, d, H, dk, dv, dff, V;
-  uint32_t Ns() const { return B * Ls; }
-  uint32_t Nt() const { return B * Lt; }
-};
-
-}  // namespace
 
 TrainGraph::TrainGraph(Device& dev, DeviceParams& params, const BucketShape& shape,
                        const BufferRef& step_scalars, const GraphOptions& options)
@@ -44,7 +31,11 @@ TrainGraph::TrainGraph(Device& dev, const DeviceWeights& weights, DeviceParams* 
       shape_(shape),
       scalars_(step_scalars),
       options_(options),
-      pool_(options.pool ? options.pool : std::make_shared<ActivationPool>(dev)) {
+      pool_(options.pool ? options.pool : std::make_shared<ActivationPool>(dev)),
+      source_{weights, training},
+      encoder_(encoder_layers(source_)),
+      decoder_(decoder_layers(source_)),
+      output_(source_) {
   if (shape.batch == 0 || shape.src_len == 0 || shape.tgt_len == 0)
     throw Error("TrainGraph: empty bucket shape");
   if (options.backward && training_ == nullptr)
@@ -162,38 +153,18 @@ void TrainGraph::record_forward(Recorder& rec) {
   const BufferRef src = io_.src, tgt_in = io_.tgt_in, tgt_out = io_.tgt_out, src_len = io_.src_len,
                   tgt_len = io_.tgt_len;
 
-  const BufferRef memory = encoder_forward(f, src, src_len, B, Ls);
+  saved_.encoder = encoder_forward(f, encoder_, src, src_len, B, Ls);
+  const BufferRef memory = saved_.encoder.memory();
 
-  // Decoder.
-  BufferRef y = b.get("dec.embed", uint64_t{Nt} * d);
+  BufferRef y = saved_.decoder_embed = b.write("dec.embed", uint64_t{Nt} * d);
   embed(f, tgt_in, Nt, Lt, BufferRef{}, y, dropout_id(true, 0, 15));
-  for (int l = 0; l < c.decoder_layers; ++l) {
-    const std::string n = "dec." + std::to_string(l), p = "decoder.layers." + std::to_string(l);
-    BufferRef s1 = b.get(n + ".s1", uint64_t{Nt} * d), y1 = b.get(n + ".y1", uint64_t{Nt} * d);
-    mha(f, n + ".self", p + ".self_attn", y, y, B, Lt, Lt, tgt_len, true, s1,
-        dropout_id(true, l, 0));
-    add_norm(f, n + ".ln1", p + ".self_attn_norm", y, s1, y1, Nt, Lt, dropout_id(true, l, 1));
-    BufferRef s2 = b.get(n + ".s2", uint64_t{Nt} * d), y2 = b.get(n + ".y2", uint64_t{Nt} * d);
-    mha(f, n + ".cross", p + ".cross_attn", y1, memory, B, Lt, Ls, src_len, false, s2,
-        dropout_id(true, l, 2));
-    add_norm(f, n + ".ln2", p + ".cross_attn_norm", y1, s2, y2, Nt, Lt, dropout_id(true, l, 3));
-    BufferRef s3 = b.get(n + ".s3", uint64_t{Nt} * d), y3 = b.get(n + ".y3", uint64_t{Nt} * d);
-    ffn(f, n + ".ffn", p + ".ffn", y2, s3, Nt);
-    add_norm(f, n + ".ln3", p + ".ffn_norm", y2, s3, y3, Nt, Lt, dropout_id(true, l, 4));
-    y = y3;
+  for (const DecoderLayer& layer : decoder_) {
+    saved_.decoder.push_back(layer.forward(f, y, memory, B, Lt, Ls, tgt_len, src_len));
+    y = saved_.decoder.back().out;
   }
 
-  // Output projection with the shared embedding: logits[Nt, V] = y E^T.
-  BufferRef logits = b.get("logits", uint64_t{Nt} * V);
-  ops::MatmulArgs proj;
-  proj.a = y;
-  proj.b = params_.param("embed.weight");
-  proj.c = logits;
-  proj.m = Nt;
-  proj.n = V;
-  proj.k = d;
-  proj.trans_b = true;
-  ops::matmul(dev_, rec, proj);
+  BufferRef logits = saved_.logits = b.write("logits", uint64_t{Nt} * V);
+  saved_.output = output_.forward(f, y, logits, Nt);
 
   record_loss(rec, logits, tgt_out, Nt);
 }
@@ -219,201 +190,66 @@ void TrainGraph::record_loss(Recorder& rec, const BufferRef& logits, const Buffe
 // ---------------------------------------------------------------------------------------------
 // Backward: every parameter gradient is accumulated (+=), activation gradients are temporaries.
 
-void TrainGraph::record_backward(Recorder& rec) {
+// The activation-gradient temporaries every block reuses, sized for the most rows of either side
+// (allocated in the order the buffers had before the blocks, which keeps their placement).
+Backward TrainGraph::backward_context(Recorder& rec, LayerGrads& grads) {
   const ModelConfig& c = config_;
-  const Dims D{shape_.batch,
-               shape_.src_len,
-               shape_.tgt_len,
-               uint32_t(c.d_model),
-               uint32_t(c.heads),
-               uint32_t(c.head_dim_k()),
-               uint32_t(c.head_dim_v()),
-               uint32_t(c.d_ff),
-               uint32_t(c.vocab_size)};
+  const uint32_t B = shape_.batch, H = uint32_t(c.heads), dk = uint32_t(c.head_dim_k()),
+                 dv = uint32_t(c.head_dim_v()), d = uint32_t(c.d_model),
+                 Nmax = B * std::max(shape_.src_len, shape_.tgt_len);
   ActivationPool& b = *pool_;
-  const float drop = options_.dropout ? c.dropout : 0.0f;
-  const float attn_drop = options_.dropout ? c.attention_dropout : 0.0f;
-  const uint32_t Ns = D.Ns(), Nt = D.Nt(), Nmax = std::max(Ns, Nt);
-  const BufferRef src = io_.src, tgt_in = io_.tgt_in, src_len = io_.src_len, tgt_len = io_.tgt_len;
+  Backward ctx{dev_, rec, scalars_};
+  ctx.ones = b.write("ones", Nmax);
+  ops::fill(dev_, rec, ctx.ones, Nmax, 1.0f);
+  const uint64_t wide = uint64_t{Nmax} * std::max({d, H * dk, H * dv});
+  grads.out = b.write("grad.out", wide);
+  grads.a = b.write("grad.a", wide);
+  grads.b = b.write("grad.b", wide);
+  ctx.d_ff = b.write("grad.ff", uint64_t{Nmax} * uint32_t(c.d_ff));
+  ctx.d_q = b.write("grad.q", uint64_t{Nmax} * H * dk);
+  ctx.d_k = b.write("grad.k", uint64_t{Nmax} * H * dk);
+  ctx.d_v = b.write("grad.v", uint64_t{Nmax} * H * dv);
+  ctx.d_o = b.write("grad.o", uint64_t{Nmax} * H * dv);
+  grads.memory = b.write("grad.memory", uint64_t{B} * shape_.src_len * d);
+  ctx.delta = b.write("grad.delta", uint64_t{B} * H * std::max(shape_.src_len, shape_.tgt_len));
+  ctx.ln_scratch =
+      b.write("grad.ln_scratch", ops::layer_norm_backward_scratch_bytes(Nmax, d) / 4 + 1);
+  return ctx;
+}
 
-  BufferRef ones = b.get("ones", Nmax);
-  ops::fill(dev_, rec, ones, Nmax, 1.0f);
-  // Activation-gradient temporaries, reused layer after layer (the recorder orders them).
-  const uint64_t wide = uint64_t{Nmax} * std::max({D.d, D.H * D.dk, D.H * D.dv});
-  BufferRef g_out = b.get("grad.out", wide), g_a = b.get("grad.a", wide),
-            g_b = b.get("grad.b", wide);
-  BufferRef g_ff = b.get("grad.ff", uint64_t{Nmax} * D.dff);
-  BufferRef g_q = b.get("grad.q", uint64_t{Nmax} * D.H * D.dk);
-  BufferRef g_k = b.get("grad.k", uint64_t{Nmax} * D.H * D.dk);
-  BufferRef g_v = b.get("grad.v", uint64_t{Nmax} * D.H * D.dv);
-  BufferRef g_o = b.get("grad.o", uint64_t{Nmax} * D.H * D.dv);
-  BufferRef g_memory = b.get("grad.memory", uint64_t{Ns} * D.d);
-  BufferRef delta = b.get("grad.delta", uint64_t{D.B} * D.H * std::max(D.Ls, D.Lt));
-  BufferRef ln_scratch =
-      b.get("grad.ln_scratch", ops::layer_norm_backward_scratch_bytes(Nmax, D.d) / 4 + 1);
+// The blocks' backwards in reverse order: the output projection, the decoder layers (each its
+// own segment), the target embedding, then the encoder layers from the gradient the decoder sent
+// to the memory, and the source embedding.
+void TrainGraph::record_backward(Recorder& rec) {
+  const uint32_t B = shape_.batch, Ns = B * shape_.src_len, Nt = B * shape_.tgt_len,
+                 d = uint32_t(config_.d_model);
+  LayerGrads g;
+  const Backward ctx = backward_context(rec, g);
   auto rows_d = [&](const BufferRef& r, uint32_t rows) {
-    return r.slice(0, uint64_t{rows} * D.d * 4);
+    return r.slice(0, uint64_t{rows} * d * 4);
   };
 
-  auto norm_backward = [&](const std::string& name, const std::string& norm, const BufferRef& dy,
-                           const BufferRef& dx, const BufferRef& ds, uint32_t rows, uint32_t len,
-                           uint32_t id) {
-    ops::LayerNormBackwardArgs a;
-    a.dy = dy;
-    a.h = b.get(name + ".h", uint64_t{rows} * D.d);
-    a.gamma = params_.param(norm + ".weight");
-    a.mean = b.get(name + ".mean", rows);
-    a.rstd = b.get(name + ".rstd", rows);
-    a.dx = dx;
-    a.ds = ds;
-    a.dgamma = grad(norm + ".weight");
-    a.dbeta = grad(norm + ".bias");
-    a.scratch = ln_scratch;
-    a.step = scalars_;
-    a.rows = rows;
-    a.d = D.d;
-    a.dropout = drop;
-    a.tensor_id = id;
-    a.batch_row_rows = len;
-    a.accumulate_params = true;
-    ops::layer_norm_backward(dev_, rec, a);
-  };
-  auto lin_back = [&](const std::string& prefix, uint32_t in, uint32_t out, const BufferRef& x,
-                      const BufferRef& dy, const BufferRef& dx, bool accumulate, uint32_t rows) {
-    linear_backward(dev_, rec, linear_of(params_, prefix, in, out), x, dy, dx, accumulate,
-                    grad(prefix + ".weight"), grad(prefix + ".bias"),
-                    ones.slice(0, uint64_t{rows} * 4), rows);
-  };
-  // Backward of mha(): ds_out is the gradient of its o_proj output; adds the gradient w.r.t.
-  // xq into dxq and w.r.t. xkv into dxkv (which may be the same buffer for self-attention).
-  auto mha_backward = [&](const std::string& name, const std::string& prefix, const BufferRef& xq,
-                          const BufferRef& xkv, uint32_t Lq, uint32_t Lk, const BufferRef& key_len,
-                          bool causal, const BufferRef& ds_out, const BufferRef& dxq,
-                          const BufferRef& dxkv, bool accumulate_kv, uint32_t id) {
-    const uint32_t nq = D.B * Lq, nk = D.B * Lk;
-    BufferRef q = b.get(name + ".q", uint64_t{nq} * D.H * D.dk);
-    BufferRef k = b.get(name + ".k", uint64_t{nk} * D.H * D.dk);
-    BufferRef v = b.get(name + ".v", uint64_t{nk} * D.H * D.dv);
-    BufferRef o = b.get(name + ".o", uint64_t{nq} * D.H * D.dv);
-    BufferRef dq = g_q.slice(0, uint64_t{nq} * D.H * D.dk * 4);
-    BufferRef dk = g_k.slice(0, uint64_t{nk} * D.H * D.dk * 4);
-    BufferRef dv = g_v.slice(0, uint64_t{nk} * D.H * D.dv * 4);
-    BufferRef d_o = g_o.slice(0, uint64_t{nq} * D.H * D.dv * 4);
-    lin_back(prefix + ".o_proj", D.H * D.dv, D.d, o, ds_out, d_o, false, nq);
-    ops::AttentionBackwardArgs a;
-    a.fwd.batch = D.B;
-    a.fwd.heads = D.H;
-    a.fwd.len_q = Lq;
-    a.fwd.len_k = Lk;
-    a.fwd.d_k = D.dk;
-    a.fwd.d_v = D.dv;
-    a.fwd.q = q;
-    a.fwd.k = k;
-    a.fwd.v = v;
-    a.fwd.o = o;
-    a.fwd.q_layout = heads_layout(Lq, D.H, D.dk);
-    a.fwd.k_layout = heads_layout(Lk, D.H, D.dk);
-    a.fwd.v_layout = heads_layout(Lk, D.H, D.dv);
-    a.fwd.o_layout = heads_layout(Lq, D.H, D.dv);
-    a.fwd.lse = b.get(name + ".lse", uint64_t{D.B} * D.H * Lq);
-    a.fwd.key_len = key_len;
-    a.fwd.causal = causal;
-    a.fwd.dropout_p = attn_drop;
-    a.fwd.dropout_tensor = id;
-    a.fwd.scalars = scalars_;
-    a.d_o = d_o;
-    a.d_q = dq;
-    a.d_k = dk;
-    a.d_v = dv;
-    a.delta = delta.slice(0, uint64_t{D.B} * D.H * Lq * 4);
-    ops::attention_backward(dev_, rec, a);
-    lin_back(prefix + ".q_proj", D.d, D.H * D.dk, xq, dq, dxq, true, nq);
-    lin_back(prefix + ".k_proj", D.d, D.H * D.dk, xkv, dk, dxkv, accumulate_kv, nk);
-    lin_back(prefix + ".v_proj", D.d, D.H * D.dv, xkv, dv, dxkv, true, nk);
-  };
-  auto ffn_backward = [&](const std::string& name, const std::string& prefix, const BufferRef& x,
-                          const BufferRef& ds_out, const BufferRef& dx, uint32_t rows) {
-    BufferRef f = b.get(name + ".f", uint64_t{rows} * D.dff);
-    BufferRef df = g_ff.slice(0, uint64_t{rows} * D.dff * 4);
-    lin_back(prefix + ".fc2", D.dff, D.d, f, ds_out, df, false, rows);
-    ops::relu_backward(dev_, rec, f, df, rows * D.dff);
-    lin_back(prefix + ".fc1", D.d, D.dff, x, df, dx, true, rows);
-  };
-
-  // Output projection: dy = dlogits E, dE += dlogits^T y.
-  BufferRef dlogits = b.get("logits", uint64_t{Nt} * D.V);
-  const std::string last_dec = "dec." + std::to_string(c.decoder_layers - 1);
-  BufferRef y_final = b.get(last_dec + ".y3", uint64_t{Nt} * D.d);
-  BufferRef gy = rows_d(g_out, Nt);
-  {
-    ops::MatmulArgs gx;
-    gx.a = dlogits;
-    gx.b = params_.param("embed.weight");
-    gx.c = gy;
-    gx.m = Nt;
-    gx.n = D.d;
-    gx.k = D.V;
-    ops::matmul(dev_, rec, gx);
-    ops::MatmulArgs gw;
-    gw.a = dlogits;
-    gw.trans_a = true;
-    gw.b = y_final;
-    gw.c = grad("embed.weight");
-    gw.m = D.V;
-    gw.n = D.d;
-    gw.k = Nt;
-    gw.beta = 1.0f;
-    ops::matmul(dev_, rec, gw);
+  BufferRef gy = rows_d(g.out, Nt), ga = rows_d(g.a, Nt), gb = rows_d(g.b, Nt);
+  output_.backward(ctx, saved_.output, saved_.logits, gy);
+  rec.fill(g.memory, 0);
+  for (size_t l = decoder_.size(); l-- > 0;) {
+    decoder_[l].backward(ctx, saved_.decoder[l], gy, ga, gb, g.memory);
+    std::swap(gy, ga);  // gy: the gradient of the layer's input, the output of the one below
+    end_segment(rec, "decoder.layers." + std::to_string(l) + ".");
   }
+  embedding_backward_into(rec, io_.tgt_in, shape_.tgt_len, gy, dropout_id(true, 0, 15));
 
-  // Decoder layers, last to first. gy holds the gradient of the layer's output.
-  const std::string last_enc = "enc." + std::to_string(c.encoder_layers - 1);
-  const BufferRef memory = b.get(last_enc + ".x2", uint64_t{Ns} * D.d);
-  rec.fill(g_memory, 0);
-  BufferRef ga = rows_d(g_a, Nt), gb = rows_d(g_b, Nt);
-  for (int l = c.decoder_layers - 1; l >= 0; --l) {
-    const std::string n = "dec." + std::to_string(l), p = "decoder.layers." + std::to_string(l);
-    const BufferRef y_in = l == 0
-                               ? b.get("dec.embed", uint64_t{Nt} * D.d)
-                               : b.get("dec." + std::to_string(l - 1) + ".y3", uint64_t{Nt} * D.d);
-    const BufferRef y1 = b.get(n + ".y1", uint64_t{Nt} * D.d),
-                    y2 = b.get(n + ".y2", uint64_t{Nt} * D.d);
-    norm_backward(n + ".ln3", p + ".ffn_norm", gy, ga, gb, Nt, D.Lt, dropout_id(true, l, 4));
-    ffn_backward(n + ".ffn", p + ".ffn", y2, gb, ga, Nt);  // ga: gradient of y2
-    norm_backward(n + ".ln2", p + ".cross_attn_norm", ga, gy, gb, Nt, D.Lt, dropout_id(true, l, 3));
-    mha_backward(n + ".cross", p + ".cross_attn", y1, memory, D.Lt, D.Ls, src_len, false, gb, gy,
-                 g_memory, true, dropout_id(true, l, 2));  // gy: gradient of y1
-    norm_backward(n + ".ln1", p + ".self_attn_norm", gy, ga, gb, Nt, D.Lt, dropout_id(true, l, 1));
-    mha_backward(n + ".self", p + ".self_attn", y_in, y_in, D.Lt, D.Lt, tgt_len, true, gb, ga, ga,
-                 true, dropout_id(true, l, 0));  // ga: gradient of y_in
-    std::swap(gy, ga);
-    end_segment(rec, p + ".");
-  }
-  embedding_backward_into(rec, tgt_in, D.Lt, gy, dropout_id(true, 0, 15));
-
-  // Encoder layers, last to first, starting from the gradient the decoder sent to the memory.
-  BufferRef gx = rows_d(g_out, Ns);
-  ga = rows_d(g_a, Ns);
-  gb = rows_d(g_b, Ns);
+  const BufferRef gx = rows_d(g.out, Ns);
   ops::CopyArgs cp;
-  cp.src = g_memory;
+  cp.src = g.memory;
   cp.dst = gx;
-  cp.cols = Ns * D.d;
+  cp.cols = Ns * d;
   ops::copy(dev_, rec, cp);
-  for (int l = c.encoder_layers - 1; l >= 0; --l) {
-    const std::string n = "enc." + std::to_string(l), p = "encoder.layers." + std::to_string(l);
-    const BufferRef x_in = l == 0
-                               ? b.get("enc.embed", uint64_t{Ns} * D.d)
-                               : b.get("enc." + std::to_string(l - 1) + ".x2", uint64_t{Ns} * D.d);
-    const BufferRef x1 = b.get(n + ".x1", uint64_t{Ns} * D.d);
-    norm_backward(n + ".ln2", p + ".ffn_norm", gx, ga, gb, Ns, D.Ls, dropout_id(false, l, 2));
-    ffn_backward(n + ".ffn", p + ".ffn", x1, gb, ga, Ns);  // ga: gradient of x1
-    norm_backward(n + ".ln1", p + ".self_attn_norm", ga, gx, gb, Ns, D.Ls, dropout_id(false, l, 1));
-    mha_backward(n + ".self", p + ".self_attn", x_in, x_in, D.Ls, D.Ls, src_len, false, gb, gx, gx,
-                 true, dropout_id(false, l, 0));  // gx: gradient of x_in
-    end_segment(rec, p + ".");
+  for (size_t l = encoder_.size(); l-- > 0;) {
+    encoder_[l].backward(ctx, saved_.encoder.layers[l], gx, rows_d(g.a, Ns), rows_d(g.b, Ns));
+    end_segment(rec, "encoder.layers." + std::to_string(l) + ".");
   }
-  embedding_backward_into(rec, src, D.Ls, gx, dropout_id(false, 0, 15));
+  embedding_backward_into(rec, io_.src, shape_.src_len, gx, dropout_id(false, 0, 15));
 }
 
 void TrainGraph::embedding_backward_into(Recorder& rec, const BufferRef& tokens, uint32_t len,
@@ -425,7 +261,7 @@ void TrainGraph::embedding_backward_into(Recorder& rec, const BufferRef& tokens,
   e.dout = dout;
   e.dtable = grad("embed.weight");
   if (c.learned_positions) e.dpos_table = grad("pos_embed.weight");
-  e.scratch = pool_->get(
+  e.scratch = pool_->write(
       "grad.embed_scratch." + std::to_string(len),
       ops::embedding_backward_scratch_bytes(uint32_t(c.vocab_size), uint32_t(c.max_len), count) /
               4 +

@@ -14,6 +14,9 @@
 #include "engine/device.h"
 #include "engine/recorder.h"
 #include "engine/step_scalars.h"
+#include "model/blocks/decoder_layer.h"
+#include "model/blocks/encoder_layer.h"
+#include "model/blocks/output_projection.h"
 #include "model/device_params.h"
 #include "model/layers.h"
 
@@ -91,6 +94,12 @@ class TrainGraph {
   void record(Recorder& rec);
   void record_forward(Recorder& rec);
   void record_backward(Recorder& rec);
+  // The gradients of a layer's output, its input and a temporary (swapped layer after layer),
+  // and of the encoder's memory.
+  struct LayerGrads {
+    BufferRef out, a, b, memory;
+  };
+  Backward backward_context(Recorder& rec, LayerGrads& grads);
   void embedding_backward_into(Recorder& rec, const BufferRef& tokens, uint32_t len,
                                const BufferRef& dout, uint32_t tensor_id);
   void record_loss(Recorder& rec, const BufferRef& logits, const BufferRef& targets, uint32_t rows);
@@ -117,6 +126,18 @@ class TrainGraph {
     std::vector<std::pair<uint64_t, uint64_t>> final_ranges;
   };
   std::vector<Segment> segments_;
+  // The blocks, their parameters resolved once, and what their forwards saved for the backward.
+  ParamSource source_;
+  std::vector<EncoderLayer> encoder_;
+  std::vector<DecoderLayer> decoder_;
+  OutputProjection output_;
+  struct Saved {
+    EncoderSaved encoder;
+    BufferRef decoder_embed;
+    std::vector<DecoderLayer::Saved> decoder;
+    OutputProjection::Saved output;
+    BufferRef logits;  // the loss overwrites them with their gradient
+  } saved_;
   std::vector<bool> final_;  // per ParamLayout entry: in an earlier segment's final_ranges
 };
 

@@ -3,8 +3,9 @@
 #include "engine/ops/attention.h"
 #include "engine/ops/indexed_rows.h"
 #include "engine/ops/loss.h"
-#include "engine/ops/matmul.h"
 #include "engine/ops/topk.h"
+#include "model/blocks/decoder_layer.h"
+#include "model/blocks/output_projection.h"
 
 namespace vkf::model::decode {
 namespace {
@@ -13,32 +14,11 @@ struct Dims {
   uint32_t B, K, R, Ls, T, d, H, dk, dv, dff, V;
 };
 
-// Attention of `rows` single-query rows over their own cache (self) or of each sentence's beam
-// rows over its source (cross), from projections laid out [rows, heads * dh].
-void attend(const Forward& f, const std::string& name, uint32_t batch, uint32_t len_q,
-            uint32_t len_k, const Dims& D, const BufferRef& q, const BufferRef& k,
-            const BufferRef& v, const BufferRef& o, const BufferRef& key_len) {
-  ops::AttentionArgs a;
-  a.batch = batch;
-  a.heads = D.H;
-  a.len_q = len_q;
-  a.len_k = len_k;
-  a.d_k = D.dk;
-  a.d_v = D.dv;
-  a.q = q;
-  a.k = k;
-  a.v = v;
-  a.o = o;
-  a.q_layout = heads_layout(len_q, D.H, D.dk);
-  a.k_layout = heads_layout(len_k, D.H, D.dk);
-  a.v_layout = heads_layout(len_k, D.H, D.dv);
-  a.o_layout = heads_layout(len_q, D.H, D.dv);
-  a.lse = f.buf(name + ".lse", uint64_t{batch} * D.H * len_q);
-  a.key_len = key_len;
-  // Few query rows (1 for self-attention, the beam for cross-attention): tiles of that many rows,
-  // not the training default of 64 (which would compute mostly empty rows).
+// Few query rows (1 for self-attention, the beam for cross-attention): tiles of that many rows,
+// not the training default of 64 (which would compute mostly empty rows).
+void attend(const Forward& f, ops::AttentionArgs a) {
   uint32_t block_q = 1;
-  while (block_q < len_q && block_q < 64) block_q *= 2;
+  while (block_q < a.len_q && block_q < 64) block_q *= 2;
   a.tiles = {64, block_q, 32};
   ops::attention_forward(f.dev, f.rec, a);
 }
@@ -78,19 +58,21 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
     }
   }
 
+  const ParamSource p{f.params};
   BufferRef y = f.buf("dec.embed", uint64_t{R} * D.d);
   embed(f, state.tokens(), R, 0, state.positions(), y, 0);
   for (int l = 0; l < c.decoder_layers; ++l) {
-    const std::string n = "dec." + std::to_string(l), p = "decoder.layers." + std::to_string(l);
+    const DecoderLayer layer(p, l);
+    const std::string& n = layer.name();
     // Self-attention over the cache.
     BufferRef q = f.buf(n + ".q", uint64_t{R} * D.H * D.dk);
     BufferRef k = f.buf(n + ".k", uint64_t{R} * D.H * D.dk);
     BufferRef v = f.buf(n + ".v", uint64_t{R} * D.H * D.dv);
     BufferRef o = f.buf(n + ".o", uint64_t{R} * D.H * D.dv);
-    const std::string sa = p + ".self_attn";
-    linear_forward(f.dev, f.rec, linear_of(f.params, sa + ".q_proj", D.d, D.H * D.dk), y, q, R);
-    linear_forward(f.dev, f.rec, linear_of(f.params, sa + ".k_proj", D.d, D.H * D.dk), y, k, R);
-    linear_forward(f.dev, f.rec, linear_of(f.params, sa + ".v_proj", D.d, D.H * D.dv), y, v, R);
+    const MultiHeadAttention& sa = layer.self_attn;
+    linear_forward(f.dev, f.rec, sa.q_proj, y, q, R);
+    linear_forward(f.dev, f.rec, sa.k_proj, y, k, R);
+    linear_forward(f.dev, f.rec, sa.v_proj, y, v, R);
     const BufferRef ck = state.cache_k(to, l), cv = state.cache_v(to, l);
     ops::scatter_rows(f.dev, f.rec,
                       {.src = k,
@@ -106,37 +88,40 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
                        .rows = R,
                        .cols = D.H * D.dv,
                        .positions = D.T});
-    attend(f, n + ".self", R, 1, D.T, D, q, ck, cv, o, state.self_len());
+    attend(f, attention_args(c, R, 1, D.T,
+                             {.q = q,
+                              .k = ck,
+                              .v = cv,
+                              .o = o,
+                              .lse = f.buf(n + ".self.lse", uint64_t{R} * D.H),
+                              .key_len = state.self_len()}));
     BufferRef s1 = f.buf(n + ".s1", uint64_t{R} * D.d), y1 = f.buf(n + ".y1", uint64_t{R} * D.d);
-    linear_forward(f.dev, f.rec, linear_of(f.params, sa + ".o_proj", D.H * D.dv, D.d), o, s1, R);
-    add_norm(f, n + ".ln1", p + ".self_attn_norm", y, s1, y1, R, 1, 0);
+    linear_forward(f.dev, f.rec, sa.o_proj, o, s1, R);
+    layer.self_attn_norm.forward(f, n + ".ln1", y, s1, y1, R, 1, 0);
 
     // Cross-attention: sentence b's beam rows are the queries over its source.
-    const std::string ca = p + ".cross_attn";
-    linear_forward(f.dev, f.rec, linear_of(f.params, ca + ".q_proj", D.d, D.H * D.dk), y1, q, R);
-    attend(f, n + ".cross", D.B, D.K, D.Ls, D, q, state.cross_k(l), state.cross_v(l), o,
-           state.src_len());
+    const MultiHeadAttention& ca = layer.cross_attn;
+    linear_forward(f.dev, f.rec, ca.q_proj, y1, q, R);
+    attend(f, attention_args(c, D.B, D.K, D.Ls,
+                             {.q = q,
+                              .k = state.cross_k(l),
+                              .v = state.cross_v(l),
+                              .o = o,
+                              .lse = f.buf(n + ".cross.lse", uint64_t{D.B} * D.H * D.K),
+                              .key_len = state.src_len()}));
     BufferRef s2 = f.buf(n + ".s2", uint64_t{R} * D.d), y2 = f.buf(n + ".y2", uint64_t{R} * D.d);
-    linear_forward(f.dev, f.rec, linear_of(f.params, ca + ".o_proj", D.H * D.dv, D.d), o, s2, R);
-    add_norm(f, n + ".ln2", p + ".cross_attn_norm", y1, s2, y2, R, 1, 0);
+    linear_forward(f.dev, f.rec, ca.o_proj, o, s2, R);
+    layer.cross_attn_norm.forward(f, n + ".ln2", y1, s2, y2, R, 1, 0);
 
     BufferRef s3 = f.buf(n + ".s3", uint64_t{R} * D.d), y3 = f.buf(n + ".y3", uint64_t{R} * D.d);
-    ffn(f, n + ".ffn", p + ".ffn", y2, s3, R);
-    add_norm(f, n + ".ln3", p + ".ffn_norm", y2, s3, y3, R, 1, 0);
+    layer.ffn.forward(f, n + ".ffn", y2, s3, R);
+    layer.ffn_norm.forward(f, n + ".ln3", y2, s3, y3, R, 1, 0);
     y = y3;
   }
 
   // log p(next token) = log_softmax(y E^T) with the shared embedding; top candidates to the host.
   BufferRef logits = f.buf("logits", uint64_t{R} * D.V);
-  ops::MatmulArgs proj;
-  proj.a = y;
-  proj.b = f.params.param("embed.weight");
-  proj.c = logits;
-  proj.m = R;
-  proj.n = D.V;
-  proj.k = D.d;
-  proj.trans_b = true;
-  ops::matmul(f.dev, f.rec, proj);
+  OutputProjection(p).forward(f, y, logits, R);
   ops::log_softmax(f.dev, f.rec, {.x = logits, .y = logits, .rows = R, .cols = D.V});
   ops::TopKArgs t;
   t.values = logits;

@@ -1,19 +1,22 @@
 #include "model/decode/encoder.h"
 
+#include "model/blocks/decoder_layer.h"
+#include "model/blocks/encoder_layer.h"
+
 namespace vkf::model::decode {
 
 void record_encoder(const Forward& f, DecodeState& state) {
-  const ModelConfig& c = f.config();
   const DecodeShape& s = state.shape();
-  const uint32_t d = uint32_t(c.d_model), H = uint32_t(c.heads);
+  const ParamSource p{f.params};
   const uint32_t ns = s.batch * s.src_len;
-  const BufferRef memory = encoder_forward(f, state.src(), state.src_len(), s.batch, s.src_len);
-  for (int l = 0; l < c.decoder_layers; ++l) {
-    const std::string p = "decoder.layers." + std::to_string(l) + ".cross_attn";
-    linear_forward(f.dev, f.rec, linear_of(f.params, p + ".k_proj", d, H * c.head_dim_k()), memory,
-                   state.cross_k(l), ns);
-    linear_forward(f.dev, f.rec, linear_of(f.params, p + ".v_proj", d, H * c.head_dim_v()), memory,
-                   state.cross_v(l), ns);
+  const BufferRef memory =
+      encoder_forward(f, encoder_layers(p), state.src(), state.src_len(), s.batch, s.src_len)
+          .memory();
+  // Every decoder layer's cross-attention keys and values, once per sentence.
+  for (int l = 0; l < f.config().decoder_layers; ++l) {
+    const MultiHeadAttention cross(p, "decoder.layers." + std::to_string(l) + ".cross_attn");
+    linear_forward(f.dev, f.rec, cross.k_proj, memory, state.cross_k(l), ns);
+    linear_forward(f.dev, f.rec, cross.v_proj, memory, state.cross_v(l), ns);
   }
 }
 

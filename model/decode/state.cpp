@@ -23,23 +23,25 @@ DecodeState::DecodeState(Device& dev, const ModelConfig& config, const DecodeSha
 }
 
 BufferRef DecodeState::cross_k(int l) {
-  return named_.get("cross." + std::to_string(l) + ".k",
-                    uint64_t{shape_.batch} * shape_.src_len * config_.heads * config_.head_dim_k());
+  return named_.write(
+      "cross." + std::to_string(l) + ".k",
+      uint64_t{shape_.batch} * shape_.src_len * config_.heads * config_.head_dim_k());
 }
 
 BufferRef DecodeState::cross_v(int l) {
-  return named_.get("cross." + std::to_string(l) + ".v",
-                    uint64_t{shape_.batch} * shape_.src_len * config_.heads * config_.head_dim_v());
+  return named_.write(
+      "cross." + std::to_string(l) + ".v",
+      uint64_t{shape_.batch} * shape_.src_len * config_.heads * config_.head_dim_v());
 }
 
 BufferRef DecodeState::cache_k(int copy, int l) {
-  return named_.get(
+  return named_.write(
       "cache." + std::to_string(copy) + "." + std::to_string(l) + ".k",
       uint64_t{shape_.rows()} * shape_.max_out * config_.heads * config_.head_dim_k());
 }
 
 BufferRef DecodeState::cache_v(int copy, int l) {
-  return named_.get(
+  return named_.write(
       "cache." + std::to_string(copy) + "." + std::to_string(l) + ".v",
       uint64_t{shape_.rows()} * shape_.max_out * config_.heads * config_.head_dim_v());
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,21 +57,11 @@ struct TrainerOptions {
   // over all tokens whatever the shares.
   bool balance = true;
   uint64_t balance_after = 20;
-  // Shares of every batch per global replica until balancing sets them (empty: equal); tests
-  // use them to stand for devices of different speeds.
-  std::vector<double> initial_shares;
   ProcessGroup* group = nullptr;  // MPI world; rank 0 writes checkpoints and logs
-  // Largest parameter buffer (0: what the device binds); tests force several chunks.
-  uint64_t max_param_chunk_bytes = 0;
   // Gradient exchange between replicas: overlapped with the backward (each layer's gradients go
   // as soon as its backward is done), or after it (same bits; for comparison and benchmarks).
   enum class Exchange { overlapped, after_backward };
   Exchange exchange = Exchange::overlapped;
-  // Tests: replica `fail_replica` (global index) reports a lost device at step `fail_step`.
-  int fail_replica = -1;
-  uint64_t fail_step = 0;
-  // Tests: a stop request arrives after this many micro-batches of this invocation (0: never).
-  uint64_t stop_after_micro_batches = 0;
 
   std::FILE* progress = stderr;  // null: quiet
   // Set (from a signal handler) to stop: looked at before every micro-batch. A step that is
@@ -84,6 +75,21 @@ struct TrainerOptions {
   uint64_t max_line_bytes = k_default_max_line_bytes;
 
   void validate() const;
+};
+
+// What only tests set, to stand for conditions they cannot otherwise bring about; passed to
+// train() by tests alone.
+struct TrainTestHooks {
+  // Shares of every batch per global replica until balancing sets them (empty: equal): devices
+  // of different speeds.
+  std::vector<double> initial_shares;
+  // Largest parameter buffer (0: what the device binds): several chunks on any device.
+  uint64_t max_param_chunk_bytes = 0;
+  // Called before each replica's share of a micro-batch is submitted, with the step and the
+  // replica's global index: a test throws DeviceLostError from it to stand for a lost device.
+  std::function<void(uint64_t step, int replica)> before_submit;
+  // A stop request arrives after this many micro-batches of this invocation (0: never).
+  uint64_t stop_after_micro_batches = 0;
 };
 
 struct ValidationResult {
@@ -114,8 +120,9 @@ void check_output_dir(const TrainerOptions& options);
 
 // Trains; throws vkf::Error on bad input, on a non-finite loss (after leaving the last good
 // checkpoint in place) and on device errors.
-TrainSummary train(Device& dev, const TrainerOptions& options);
+TrainSummary train(Device& dev, const TrainerOptions& options, const TrainTestHooks& hooks = {});
 // One replica per device (the same device may appear several times: logical devices).
-TrainSummary train(const std::vector<Device*>& devices, const TrainerOptions& options);
+TrainSummary train(const std::vector<Device*>& devices, const TrainerOptions& options,
+                   const TrainTestHooks& hooks = {});
 
 }  // namespace vkf::model

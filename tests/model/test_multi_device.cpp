@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "engine/error.h"
 #include "model/checkpoint.h"
 #include "model/params.h"
 #include "model/train/trainer.h"
@@ -82,9 +83,8 @@ VKF_TEST_CASE("2 and 3 logical devices train like one device with the whole batc
         run_options(test::temp_dir("md-" + std::to_string(k.n) + "-" + std::to_string(k.chunk) +
                                    "-" + std::to_string(k.shares.size())));
     o.max_steps = steps;
-    o.max_param_chunk_bytes = k.chunk;
-    o.initial_shares = k.shares;
-    TrainSummary s = train(logical_devices(k.n, owned), o);
+    TrainSummary s = train(logical_devices(k.n, owned), o,
+                           {.initial_shares = k.shares, .max_param_chunk_bytes = k.chunk});
     CHECK(s.steps == steps);
     REQUIRE(s.replica_rows.size() == k.n);
     if (!k.shares.empty()) {
@@ -114,7 +114,6 @@ VKF_TEST_CASE("the exchange overlapped with the backward gives the bits of the o
   auto options = [](const std::string& name, TrainerOptions::Exchange exchange) {
     TrainerOptions o = run_options(test::temp_dir(name));
     o.config.encoder_layers = o.config.decoder_layers = 2;
-    o.max_param_chunk_bytes = 48 * 1024;
     o.accumulate = 2;
     o.max_steps = 2;
     o.exchange = exchange;
@@ -126,7 +125,7 @@ VKF_TEST_CASE("the exchange overlapped with the backward gives the bits of the o
     std::vector<std::unique_ptr<Device>> owned;
     const bool overlapped = mode == TrainerOptions::Exchange::overlapped;
     TrainerOptions o = options(overlapped ? "md-overlap" : "md-after", mode);
-    TrainSummary s = train(logical_devices(3, owned), o);
+    TrainSummary s = train(logical_devices(3, owned), o, {.max_param_chunk_bytes = 48 * 1024});
     CHECK(s.steps == 2);
     params.push_back(load_checkpoint(resolve_checkpoint(o.out_dir)).params);
   }
@@ -153,10 +152,12 @@ VKF_TEST_CASE("a lost device stops the run cleanly and it resumes on fewer devic
   TrainerOptions o = run_options(dir);
   o.max_steps = 10;
   o.save_every = 2;
-  o.fail_replica = 1;
-  o.fail_step = 4;
+  TrainTestHooks hooks;
+  hooks.before_submit = [](uint64_t step, int replica) {
+    if (step == 4 && replica == 1) throw DeviceLostError("VK_ERROR_DEVICE_LOST (injected)");
+  };
   REQUIRE_THROWS_WITH(
-      train(logical_devices(2, owned), o),
+      train(logical_devices(2, owned), o, hooks),
       Catch::Contains("device was lost at step 4") && Catch::Contains("checkpoint-2.safetensors"));
   CHECK(load_checkpoint(resolve_checkpoint(dir.string())).step == 2);
 

@@ -138,14 +138,12 @@ VKF_TEST_CASE("a stop request ends the run with a loadable checkpoint", "[model]
   CHECK(list_checkpoints(dir.string()).empty());
   // After a step: that step is saved ...
   stop = false;
-  o.stop_after_micro_batches = 1;
-  s = train(dev, o);
+  s = train(dev, o, {.stop_after_micro_batches = 1});
   CHECK(s.interrupted);
   CHECK(s.steps == 1);
   Checkpoint ck = load_checkpoint(resolve_checkpoint(dir.string()));
   CHECK(ck.step == 1);
   // ... and the run resumes.
-  o.stop_after_micro_batches = 0;
   o.resume = true;
   o.max_steps = 2;
   CHECK(train(dev, o).steps == 2);
@@ -164,8 +162,7 @@ VKF_TEST_CASE("a stop between micro-batches drops the partial step and the resum
   TrainerOptions stopped = straight;
   stopped.out_dir = b.string();
   stopped.max_steps = 1000;
-  stopped.stop_after_micro_batches = 4;
-  TrainSummary s = train(dev, stopped);
+  TrainSummary s = train(dev, stopped, {.stop_after_micro_batches = 4});
   CHECK(s.interrupted);
   CHECK(s.steps == 1);
   CHECK(list_checkpoints(b.string()).size() == 1);

@@ -228,6 +228,22 @@ VKF_TEST_CASE("graphs sharing a pool keep their own inputs when a larger shape g
   CHECK(got.loss_sum == Approx(ref.loss).epsilon(1e-4));
 }
 
+VKF_TEST_CASE("reading an activation that was never written is an error, not an allocation",
+              "[model][transformer][pool]") {
+  Device& dev = test::device();
+  ActivationPool pool(dev);
+  const BufferRef written = pool.write("enc.0.x1", 12);
+  const uint64_t held = pool.bytes();
+  CHECK_THROWS_WITH(pool.read("enc.0.x2", 12),
+                    Catch::Contains("enc.0.x2") && Catch::Contains("never written"));
+  CHECK_THROWS_WITH(pool.read("enc.0.x1", 13), Catch::Contains("written with 12"));
+  CHECK(pool.bytes() == held);  // the failed lookups allocated nothing
+  const BufferRef again = pool.read("enc.0.x1", 12);
+  CHECK(again.buffer == written.buffer);
+  CHECK(again.offset == written.offset);
+  CHECK(again.size == written.size);
+}
+
 VKF_TEST_CASE("parameters cut into chunks train exactly like one flat buffer",
               "[model][transformer][chunks]") {
   // Devices that bind less than the whole model in one buffer (lavapipe: 128 MiB) get the flat
