@@ -1,5 +1,6 @@
 #include "model/train_graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>

@@ -1,5 +1,6 @@
 // Everything a run does before its first step: the checks that can refuse it, resuming, reading
 // and batching the corpora, the replicas and their gradient exchange, the announcement.
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
