@@ -110,36 +110,38 @@ TuningFile tune_matmuls(Device& dev, std::span<const ops::MatmulProblem> shapes,
                         const TunerOptions& options) {
   TuningFile f;
   f.key = TuningKey::of(dev.info());
-  std::vector<ops::MatmulProblem> todo;
+  std::vector<ops::MatmulProblem> one_per_class;
   std::set<std::string> classes;
   for (const ops::MatmulProblem& p : shapes)
-    if (classes.insert(ops::matmul_shape_class(p)).second) todo.push_back(p);
+    if (classes.insert(ops::matmul_shape_class(p)).second) one_per_class.push_back(p);
   const Clock::time_point start = Clock::now();
-  const double per_shape = options.budget_seconds / double(std::max<size_t>(todo.size(), 1));
-  for (size_t s = 0; s < todo.size(); ++s) {
+  const double per_shape =
+      options.budget_seconds / double(std::max<size_t>(one_per_class.size(), 1));
+  for (size_t s = 0; s < one_per_class.size(); ++s) {
     // A shape finished early leaves its time to the rest.
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     const double left = options.budget_seconds - elapsed;
-    const double mine = std::max(per_shape, left / double(todo.size() - s));
+    const double mine = std::max(per_shape, left / double(one_per_class.size() - s));
     const Clock::time_point deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(std::max(mine, 0.0)));
-    const std::string cls = ops::matmul_shape_class(todo[s]);
+    const std::string cls = ops::matmul_shape_class(one_per_class[s]);
     auto step = [&](size_t i, size_t n, const std::string& best) {
       if (!options.progress) return;
-      Progress pr{s, todo.size(), i, n, cls, best, 0};
+      Progress pr{s, one_per_class.size(), i, n, cls, best, 0};
       // By candidates, or by the budget where that is further, but never past this shape.
       const double by_time =
           std::chrono::duration<double>(Clock::now() - start).count() / options.budget_seconds;
       const double by_count =
-          (double(s) + double(i) / double(std::max<size_t>(n, 1))) / double(todo.size());
-      pr.fraction = std::max(by_count, std::min(by_time, double(s + 1) / double(todo.size())));
+          (double(s) + double(i) / double(std::max<size_t>(n, 1))) / double(one_per_class.size());
+      pr.fraction =
+          std::max(by_count, std::min(by_time, double(s + 1) / double(one_per_class.size())));
       options.progress(pr);
     };
-    f.matmul.push_back(tune_matmul(dev, todo[s], timer, options, deadline, step));
+    f.matmul.push_back(tune_matmul(dev, one_per_class[s], timer, options, deadline, step));
   }
   if (options.progress) {
-    Progress done{todo.size(), todo.size(), 0, 0, "", "", 1.0};
+    Progress done{one_per_class.size(), one_per_class.size(), 0, 0, "", "", 1.0};
     options.progress(done);
   }
   return f;
