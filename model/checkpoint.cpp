@@ -6,7 +6,6 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "engine/error.h"
 
@@ -128,16 +127,20 @@ std::optional<std::string> first_nonfinite(const ParamLayout& layout,
 }
 
 std::vector<std::pair<uint64_t, std::string>> list_checkpoints(const std::string& dir) {
-  static const std::regex pattern(R"(checkpoint-(\d+)\.safetensors)");
   std::vector<std::pair<uint64_t, std::string>> out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    std::smatch m;
+    // checkpoint-<decimal step>.safetensors; a step past 2^64 cannot be ours: not a checkpoint
+    // name (std::stoull would throw "stoull").
     const std::string name = entry.path().filename().string();
-    if (!std::regex_match(name, m, pattern)) continue;
-    // A step past 2^64 cannot be ours: not a checkpoint name (std::stoull would throw "stoull").
-    if (auto step = parse_decimal_u64(m[1].str())) out.emplace_back(*step, entry.path().string());
+    const std::string_view prefix = "checkpoint-", suffix = ".safetensors";
+    if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) ||
+        !name.ends_with(suffix))
+      continue;
+    const std::string digits =
+        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (auto step = parse_decimal_u64(digits)) out.emplace_back(*step, entry.path().string());
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 #include <tuple>
 
@@ -230,15 +229,20 @@ std::optional<uint64_t> parse_decimal_u64(std::string_view text) {
 }
 
 std::vector<std::string> remove_stale_temporaries(const std::string& dir) {
-  static const std::regex pattern(R"(.+\.tmp\.(\d+))");
   std::vector<std::string> removed;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return removed;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    std::smatch m;
+    // <file>.tmp.<decimal pid> (temporary_path) that a process left when it died. Digits hold
+    // no '.', so only the last ".tmp." can start that suffix.
     const std::string name = entry.path().filename().string();
-    if (!std::regex_match(name, m, pattern) || !entry.is_regular_file(ec)) continue;
-    const auto pid = parse_decimal_u64(m[1].str());
+    const size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos || at == 0 || !entry.is_regular_file(ec)) continue;
+    const std::string digits = name.substr(at + 5);
+    if (digits.empty() ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    const auto pid = parse_decimal_u64(digits);  // nullopt past 2^64: no live process's
     // This process writes nothing yet when a run starts, so its own pid marks a file left by an
     // earlier process that had the same pid (containers reuse small pids). Any other pid counts
     // as alive while kill(pid, 0) finds it (EPERM: alive, someone else's).

@@ -65,6 +65,13 @@ TEST_CASE("checkpoints round-trip and are written atomically", "[model][checkpoi
   for (const auto& e : fs::directory_iterator(dir))
     CHECK(e.path().string().find(".tmp") == std::string::npos);
   CHECK(resolve_checkpoint(dir.string()) == (dir / checkpoint_name(200)).string());
+  // Names that only look like a checkpoint's are not listed (the largest step would win).
+  for (const char* name : {"checkpoint-.safetensors", "checkpoint-900x.safetensors",
+                           "checkpoint-99999999999999999999999.safetensors",
+                           "xcheckpoint-900.safetensors", "checkpoint-900.safetensors.bak"})
+    std::ofstream(dir / name) << "x";
+  CHECK(list_checkpoints(dir.string()).size() == 2);
+  CHECK(resolve_checkpoint(dir.string()) == (dir / checkpoint_name(200)).string());
   Checkpoint ck = load_checkpoint(resolve_checkpoint(dir.string()));
   CHECK(ck.step == 200);
   CHECK(ck.params == params);

@@ -123,7 +123,8 @@ TEST_CASE("temporary files of ended processes are removed, others kept", "[model
   for (const std::string& name :
        {"checkpoint-4.safetensors.tmp." + dead, "vocab.model.tmp." + dead,
         "checkpoint-5.safetensors.tmp." + self, std::string("checkpoint-6.safetensors"),
-        std::string("notes.tmp.txt")})
+        std::string("notes.tmp.txt"), std::string("notes.tmp."), ".tmp." + dead,
+        "notes.tmp." + dead + "x"})
     std::ofstream(dir / name) << "x";
   const auto removed = remove_stale_temporaries(dir.string());
   CHECK(removed.size() == 2);
@@ -131,7 +132,10 @@ TEST_CASE("temporary files of ended processes are removed, others kept", "[model
   CHECK_FALSE(fs::exists(dir / ("vocab.model.tmp." + dead)));
   CHECK(fs::exists(dir / ("checkpoint-5.safetensors.tmp." + self)));  // a live process's
   CHECK(fs::exists(dir / "checkpoint-6.safetensors"));
-  CHECK(fs::exists(dir / "notes.tmp.txt"));
+  CHECK(fs::exists(dir / "notes.tmp.txt"));  // not <name>.tmp.<pid>: never ours
+  CHECK(fs::exists(dir / "notes.tmp."));
+  CHECK(fs::exists(dir / (".tmp." + dead)));
+  CHECK(fs::exists(dir / ("notes.tmp." + dead + "x")));
 }
 
 TEST_CASE("a failed atomic write leaves neither the file nor its temporary",
