@@ -10,7 +10,7 @@
 #include "engine/ops/matmul.h"
 #include "engine/tuning.h"
 #include "engine/tuning_file.h"
-#include "tests/support/small_corpus.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;

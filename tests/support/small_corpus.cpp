@@ -1,20 +1,10 @@
 #include "tests/support/small_corpus.h"
 
-#include <unistd.h>
-
 #include <fstream>
 
 #include "model/data/tokenizer.h"
 
 namespace vkf::test {
-
-std::filesystem::path temp_dir(const std::string& name) {
-  namespace fs = std::filesystem;
-  fs::path d = fs::temp_directory_path() / ("vkf-test-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 const SmallCorpus& small_corpus() {
   static SmallCorpus c = [] {

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/support/temp_dir.h"
+
 namespace vkf::test {
 
 struct SmallCorpus {
@@ -11,8 +13,5 @@ struct SmallCorpus {
 };
 // The first 160 pairs of data/sample/train.{en,de} and a 300-piece vocabulary.
 const SmallCorpus& small_corpus();
-
-// A fresh, empty directory under the system temp dir, unique to this process.
-std::filesystem::path temp_dir(const std::string& name);
 
 }  // namespace vkf::test
