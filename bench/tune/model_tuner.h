@@ -1,0 +1,34 @@
+#pragma once
+// Every op family a model runs, tuned within one budget: the shapes of each family reduced to one
+// a shape class, then the classes in turn (cross-entropy, LayerNorm, attention, matmul: the
+// cheap searches first, so that what they leave of their share flows to the long ones), each
+// with an even share of what is left. The budget is hard: once it is spent no candidate is
+// started (the class being searched stops, the classes after it are not searched) and the
+// report counts what was left untried.
+#include <string>
+#include <vector>
+
+#include "bench/tune/family_tuners.h"
+#include "bench/tune/matmul_tuner.h"
+
+namespace vkf::tune {
+
+struct TuneShapes {
+  std::vector<ops::MatmulProblem> matmul;
+  std::vector<AttentionWork> attention;
+  std::vector<ops::LayerNormProblem> layer_norm;
+  std::vector<ops::CrossEntropyProblem> cross_entropy;
+};
+
+struct TuneReport {
+  TuningFile file;  // keyed to the device
+  // "attention f32/fwd/...": the classes the budget left unsearched (they keep the defaults).
+  std::vector<std::string> skipped;
+  uint32_t untried = 0;  // candidates left untimed, over every class searched
+};
+
+// Progress names each class "<family> <class>".
+TuneReport tune_model(Device& dev, const TuneShapes& shapes, Timer& timer,
+                      const TunerOptions& options);
+
+}  // namespace vkf::tune
