@@ -11,6 +11,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Job {
   std::string name;  // "<family> <class>"
+  int family;        // the jobs of a family are adjacent
   // Searches until the deadline, adds its entry to the file, returns its untried count.
   std::function<uint32_t(Clock::time_point, const StepReport&, TuningFile&)> run;
 };
@@ -20,9 +21,10 @@ template <class P, class F>
 void add_jobs(std::vector<Job>& jobs, const char* family, const std::vector<P>& shapes,
               const std::function<std::string(const P&)>& cls, F run) {
   std::set<std::string> seen;
+  const int index = jobs.empty() ? 0 : jobs.back().family + 1;
   for (const P& p : shapes)
     if (seen.insert(cls(p)).second)
-      jobs.push_back({std::string(family) + " " + cls(p),
+      jobs.push_back({std::string(family) + " " + cls(p), index,
                       [p, run](Clock::time_point deadline, const StepReport& step, TuningFile& f) {
                         return run(p, deadline, step, f);
                       }});
@@ -69,16 +71,25 @@ TuneReport tune_model(Device& dev, const TuneShapes& shapes, Timer& timer,
   const auto seconds_since = [&](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
+  const int families = jobs.empty() ? 0 : jobs.back().family + 1;
+  Clock::time_point family_end = start;
   for (size_t j = 0; j < jobs.size(); ++j) {
     const double left = options.budget_seconds - seconds_since(start);
     if (left <= 0) {  // the budget is spent: the rest keep their defaults
       for (size_t r = j; r < jobs.size(); ++r) report.skipped.push_back(jobs[r].name);
       break;
     }
-    // An even share of what is left: a class finished early leaves its time to the rest.
+    // Each family an even share of what is left when it starts, each of its classes an even
+    // share of what is left of the family's: a search finished early leaves its time to the rest.
+    if (j == 0 || jobs[j].family != jobs[j - 1].family)
+      family_end = Clock::now() +
+                   std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(left / double(families - jobs[j].family)));
+    size_t in_family = 0;
+    for (size_t r = j; r < jobs.size() && jobs[r].family == jobs[j].family; ++r) ++in_family;
+    const Clock::time_point now = Clock::now();
     const Clock::time_point deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(left / double(jobs.size() - j)));
+        family_end > now ? now + (family_end - now) / int64_t(in_family) : now;
     auto step = [&](size_t i, size_t n, const std::string& best) {
       if (!options.progress) return;
       Progress pr{j, jobs.size(), i, n, jobs[j].name, best, 0};

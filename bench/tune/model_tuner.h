@@ -1,10 +1,11 @@
 #pragma once
 // Every op family a model runs, tuned within one budget: the shapes of each family reduced to one
-// a shape class, then the classes in turn (cross-entropy, LayerNorm, attention, matmul: the
-// cheap searches first, so that what they leave of their share flows to the long ones), each
-// with an even share of what is left. The budget is hard: once it is spent no candidate is
-// started (the class being searched stops, the classes after it are not searched) and the
-// report counts what was left untried.
+// a shape class, then the families in turn (cross-entropy, LayerNorm, attention, matmul: the
+// cheap searches first, so that what they leave of their share flows to the long ones). Each
+// family gets an even share of what is left when it starts, each of its classes an even share
+// of what is left of the family's. The budget is hard: once it is spent no candidate is started
+// (the class being searched stops, the classes after it are not searched) and the report counts
+// what was left untried.
 #include <string>
 #include <vector>
 
