@@ -64,10 +64,10 @@ tune::TuneShapes shapes_for(const TuneArgs& a, const DeviceInfo& info) {
       out.attention.push_back({{DType::f32, kernel, dk, dv, len, len, causal},
                                std::max(1u, tokens / len),
                                uint32_t(c.heads)});
-  // The row kernels are timed at up to 1024 rows: a workgroup reduces a row, so more rows
-  // repeat the same work (and 1024 workgroups fill a GPU), while a CPU device times 4096 rows
-  // of the vocabulary in seconds.
-  const uint32_t d = uint32_t(c.d_model), rows = std::min(tokens, 1024u);
+  // The row kernels are timed at up to 1024 rows (256 on a CPU device): a workgroup reduces a
+  // row, so more rows repeat the same work (1024 workgroups fill a GPU, 256 a CPU's threads),
+  // while a CPU device spends a second or more on 1024 rows of the vocabulary.
+  const uint32_t d = uint32_t(c.d_model), rows = std::min(tokens, info.is_cpu() ? 256u : 1024u);
   out.layer_norm = {{DType::f32, false, rows, d}, {DType::f32, true, rows, d}};
   if (c.vocab_size > 0) out.cross_entropy.push_back({DType::f32, rows, uint32_t(c.vocab_size)});
   return out;
@@ -150,25 +150,25 @@ int run_tune(const TuneArgs& a) {
                 t.seconds > 0 ? t.default_seconds / t.seconds : 0.0, t.tried, t.rejected.size(),
                 t.untried);
   };
-  for (const TunedCrossEntropy& t : f.cross_entropy)
-    row("cross_entropy", t, std::to_string(t.shape.rows) + "x" + std::to_string(t.shape.vocab),
+  for (const TunedMatmul& t : f.matmul) row("matmul", t, dims(t.shape), t.config.describe());
+  for (const TunedAttention& t : f.attention)
+    row("attention", t, std::to_string(t.shape.len_q) + "x" + std::to_string(t.shape.len_k),
         ops::describe(t.config));
   for (const TunedLayerNorm& t : f.layer_norm)
     row("layer_norm", t, std::to_string(t.shape.rows) + "x" + std::to_string(t.shape.d),
         ops::describe(t.config));
-  for (const TunedAttention& t : f.attention)
-    row("attention", t, std::to_string(t.shape.len_q) + "x" + std::to_string(t.shape.len_k),
+  for (const TunedCrossEntropy& t : f.cross_entropy)
+    row("cross_entropy", t, std::to_string(t.shape.rows) + "x" + std::to_string(t.shape.vocab),
         ops::describe(t.config));
-  for (const TunedMatmul& t : f.matmul) row("matmul", t, dims(t.shape), t.config.describe());
   auto rejected = [](const auto& entries) {
     for (const auto& t : entries)
       for (const auto& [cfg, why] : t.rejected)
         std::printf("rejected for %s: %s: %s\n", t.shape_class.c_str(), cfg.c_str(), why.c_str());
   };
-  rejected(f.cross_entropy);
-  rejected(f.layer_norm);
-  rejected(f.attention);
   rejected(f.matmul);
+  rejected(f.attention);
+  rejected(f.layer_norm);
+  rejected(f.cross_entropy);
   if (report.untried || !report.skipped.empty()) {
     std::printf("budget spent: %u candidates left untried", report.untried);
     if (!report.skipped.empty()) {

@@ -1,11 +1,12 @@
 #pragma once
 // Every op family a model runs, tuned within one budget: the shapes of each family reduced to one
-// a shape class, then the families in turn (cross-entropy, LayerNorm, attention, matmul: the
-// cheap searches first, so that what they leave of their share flows to the long ones). Each
+// per shape class, then the families in turn (matmul, attention, LayerNorm, cross-entropy: by the
+// share of a training step they take, so that no overrun of the others eats into matmul's). Each
 // family gets an even share of what is left when it starts, each of its classes an even share
 // of what is left of the family's. The budget is hard: once it is spent no candidate is started
 // (the class being searched stops, the classes after it are not searched) and the report counts
-// what was left untried.
+// what was left untried. A family's share is hard too, but for its first class: a family that
+// overran it leaves its other classes at the defaults instead of taking the next family's time.
 #include <string>
 #include <vector>
 

@@ -24,12 +24,21 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   CHECK_THAT(r.out, Catch::Contains("speed-up"));
   CHECK_THAT(r.err, Catch::Contains("wrote " + file.string()));
   const vkf::TuningFile f = vkf::read_tuning_file(file.string());
-  CHECK(!f.matmul.empty());
-  for (const vkf::TunedMatmul& t : f.matmul) {
-    CHECK(t.tried >= 1);
-    CHECK(t.seconds > 0);
-    CHECK(t.seconds <= t.default_seconds);
-  }
+  CHECK(!f.matmul.empty());  // the first family: its first class is always searched
+  auto check_entries = [](const auto& entries) {
+    for (const auto& t : entries) {
+      CHECK(t.tried >= 1);
+      CHECK(t.seconds > 0);
+      CHECK(t.seconds <= t.default_seconds);
+    }
+  };
+  check_entries(f.matmul);
+  check_entries(f.attention);
+  check_entries(f.layer_norm);
+  check_entries(f.cross_entropy);
+  // Every family the model runs: in the summary's table, or among the classes the budget left.
+  for (const char* family : {"attention ", "layer_norm ", "cross_entropy "})
+    CHECK_THAT(r.out, Catch::Contains(family));
 
   r = run_vkf(vkf::test::train_args(dir / "run", "--max-steps 1 --tune " + file.string()));
   CHECK(r.status == 0);
