@@ -42,7 +42,7 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
 
   r = run_vkf(vkf::test::train_args(dir / "run", "--max-steps 1 --tune " + file.string()));
   CHECK(r.status == 0);
-  CHECK_THAT(r.err, Catch::Contains("vkf train: matmul kernels tuned (" + file.string() + ")"));
+  CHECK_THAT(r.err, Catch::Contains("vkf train: kernels tuned (" + file.string() + ")"));
 
   // The same file as another driver version wrote it: ignored, with a note, and the run goes on
   // with the tables.
@@ -53,7 +53,7 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   vkf::write_tuning_file(stale.string(), old);
   r = run_vkf(vkf::test::train_args(dir / "run2", "--max-steps 1 --tune " + stale.string()));
   CHECK(r.status == 0);
-  CHECK_THAT(r.err, Catch::Contains("matmul kernels default (the tuning file " + stale.string() +
+  CHECK_THAT(r.err, Catch::Contains("kernels default (the tuning file " + stale.string() +
                                     " is ignored: it is for driver an older driver"));
 
   // Named but missing, or malformed: an error before any work.
