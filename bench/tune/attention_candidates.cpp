@@ -34,16 +34,14 @@ std::vector<ops::AttentionTiles> attention_candidates(const DeviceInfo& info,
                                                       const ops::AttentionProblem& p) {
   const ops::AttentionTiles prior = attention_default(info, p);
   std::vector<ops::AttentionTiles> pool;
-  // The rows path: the forward kernel is always unrolled (the field is not read), so it varies
-  // the rows alone.
+  // The rows path. The forward kernel is always unrolled (it does not read the field), so its
+  // candidates vary the rows alone, with the default's value (or unrolled, off the rows path).
+  const bool forward = p.kernel == ops::AttentionKernel::forward;
+  const Unroll forward_unroll =
+      prior.path == ops::AttentionPath::rows ? prior.unroll : Unroll::unrolled;
   for (uint32_t rows : {1u, 2u, 3u, 4u, 6u, 8u})
     for (Unroll u : {Unroll::rolled, Unroll::unrolled}) {
-      if (p.kernel == ops::AttentionKernel::forward && u != prior.unroll &&
-          prior.path == ops::AttentionPath::rows)
-        continue;
-      if (p.kernel == ops::AttentionKernel::forward && prior.path != ops::AttentionPath::rows &&
-          u != Unroll::unrolled)
-        continue;
+      if (forward && u != forward_unroll) continue;
       ops::AttentionTiles t;
       t.path = ops::AttentionPath::rows;
       t.rows = rows;

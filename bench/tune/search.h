@@ -4,6 +4,7 @@
 // against the CPU reference only when it would be kept, so that a fast wrong kernel never wins;
 // no candidate is started once the deadline has passed (the default excepted: the speed-up is
 // against it), and the ones left are counted as untried.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -51,11 +52,11 @@ SearchResult<Config> search(const SearchSpace<Config>& s, double prune_factor,
   constexpr double inf = std::numeric_limits<double>::infinity();
   double best = inf;
   bool have_best = false;
-  for (size_t i = 0; i < s.candidates.size(); ++i) {
-    if (max_candidates && i >= max_candidates) break;
+  const size_t count =
+      max_candidates ? std::min(max_candidates, s.candidates.size()) : s.candidates.size();
+  for (size_t i = 0; i < count; ++i) {
     if (i > 0 && std::chrono::steady_clock::now() >= deadline) {
-      r.untried = uint32_t(
-          std::min(s.candidates.size(), max_candidates ? max_candidates : s.candidates.size()) - i);
+      r.untried = uint32_t(count - i);
       break;
     }
     const Config& cfg = s.candidates[i];

@@ -337,6 +337,15 @@ VKF_TEST_CASE("family tuners: the fastest correct candidate wins, by a fake time
   const TunedLayerNorm tl = tune::tune_layer_norm(*dev, lp, lt, short_search(4), far_deadline());
   CHECK(tl.config == ln[3]);
   CHECK(tl.seconds == 0.2);
+  // A deadline already past: the default alone is timed (the speed-up is against it), the rest
+  // are counted as untried.
+  FakeTimer late(described(ln), {});
+  const TunedLayerNorm tl_late =
+      tune::tune_layer_norm(*dev, lp, late, short_search(0), std::chrono::steady_clock::now());
+  CHECK(late.calls == 1);
+  CHECK(tl_late.tried == 1);
+  CHECK(tl_late.untried == ln.size() - 1);
+  CHECK(tl_late.config == ln.front());
 
   const ops::CrossEntropyProblem cp{DType::f32, 50, 500};
   const auto ce = tune::cross_entropy_candidates(info, cp);
