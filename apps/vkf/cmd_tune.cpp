@@ -26,11 +26,32 @@ namespace vkf::app {
 namespace {
 
 struct TuneArgs {
-  std::string device, preset, model, budget = "2m", out, export_to, import_from;
+  std::string device, preset, model, budget = "2m", out, export_to, import_from, dtype = "f32";
   uint32_t tokens = 0, vocab_size = 8000, len = bench::k_train_len;
 };
 
-tune::TuneShapes shapes_for(const TuneArgs& a, const DeviceInfo& info) {
+// The shapes again in each storage type of `dtypes` (the model's are built in f32).
+tune::TuneShapes in_storage(const tune::TuneShapes& f32, const std::vector<DType>& dtypes) {
+  tune::TuneShapes out;
+  for (DType t : dtypes) {
+    auto add = [t](auto& to, const auto& from) {
+      for (auto p : from) {
+        p.dtype = t;
+        to.push_back(p);
+      }
+    };
+    add(out.matmul, f32.matmul);
+    add(out.layer_norm, f32.layer_norm);
+    add(out.cross_entropy, f32.cross_entropy);
+    for (tune::AttentionWork w : f32.attention) {
+      w.problem.dtype = t;
+      out.attention.push_back(w);
+    }
+  }
+  return out;
+}
+
+tune::TuneShapes model_shapes(const TuneArgs& a, const DeviceInfo& info) {
   tune::TuneShapes out;
   if (a.preset.empty() && a.model.empty()) {
     // The benchmark's quick and standard shapes (bench/suite/shapes.h) up to 2^32 m n k:
@@ -71,6 +92,16 @@ tune::TuneShapes shapes_for(const TuneArgs& a, const DeviceInfo& info) {
   out.layer_norm = {{DType::f32, false, rows, d}, {DType::f32, true, rows, d}};
   if (c.vocab_size > 0) out.cross_entropy.push_back({DType::f32, rows, uint32_t(c.vocab_size)});
   return out;
+}
+
+tune::TuneShapes shapes_for(const TuneArgs& a, const DeviceInfo& info) {
+  std::vector<DType> dtypes;
+  if (a.dtype == "f32" || a.dtype == "both") dtypes.push_back(DType::f32);
+  if (a.dtype == "f16" || a.dtype == "both") dtypes.push_back(DType::f16);
+  if (dtypes.back() == DType::f16 && !info.storage16)
+    throw Error("--dtype " + a.dtype + ": f16 storage needs 16-bit storage buffers, which " +
+                info.name + " lacks");
+  return in_storage(model_shapes(a, info), dtypes);
 }
 
 std::string dims(const ops::MatmulProblem& p) {
@@ -192,6 +223,11 @@ RegisterCommand reg(
       sub.add_option("--model", a->model, "Tune the shapes of this checkpoint's model");
       sub.add_option("--tokens", a->tokens, "Rows (tokens) of the model's matmuls")
           ->check(int_range(1, 1 << 20));
+      sub.add_option(
+             "--dtype", a->dtype,
+             "Storage type of the shapes tuned: f32, f16 (mixed-precision training) or both")
+          ->check(CLI::IsMember({"f32", "f16", "both"}))
+          ->capture_default_str();
       sub.add_option("--len", a->len, "Sentence length of the model's attention")
           ->check(int_range(1, 1 << 16))
           ->capture_default_str();
