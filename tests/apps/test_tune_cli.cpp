@@ -74,8 +74,18 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   CHECK(r.status == 0);
   r = run_shell(cache + k_vkf + " tune --export " + (dir / "out.json").string());
   CHECK(r.status == 0);
-  CHECK(vkf::read_tuning_file((dir / "out.json").string()).matmul.size() == f.matmul.size());
+  const vkf::TuningFile exported = vkf::read_tuning_file((dir / "out.json").string());
+  CHECK(exported.matmul.size() == f.matmul.size());
+  CHECK(exported.attention.size() == f.attention.size());
+  CHECK(exported.layer_norm.size() == f.layer_norm.size());
+  CHECK(exported.cross_entropy.size() == f.cross_entropy.size());
   r = run_shell(cache + k_vkf + " tune --import " + stale.string());
   CHECK(r.status != 0);
   CHECK_THAT(r.err, Catch::Contains("does not apply"));
+
+  // A storage type the tuner does not know is refused before anything runs.
+  r = run_vkf("tune --preset tiny --dtype f64 --out " + (dir / "f64.json").string());
+  CHECK(r.status != 0);
+  CHECK_THAT(r.err, Catch::Contains("--dtype"));
+  CHECK(!fs::exists(dir / "f64.json"));
 }
