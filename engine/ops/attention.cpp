@@ -120,14 +120,19 @@ AttentionTiles pick(Device& dev, AttentionKernel kernel, AttentionTiles forced,
   const bool tuned = choice.source == ConfigSource::tuned;
   AttentionTiles def = choice.tiles;
   def.path = automatic_path(dev, def.path);
+  // A tuned entry carries its rows per lane and unroll; the default leaves them to the rules
+  // below (rows capped by the sequence, unroll by the subgroup width).
+  using Unroll = AttentionTiles::Unroll;
+  const uint32_t rows = forced.rows ? forced.rows : tuned ? def.rows : 0;
+  const Unroll unroll = forced.unroll != Unroll::automatic ? forced.unroll
+                        : tuned                            ? def.unroll
+                                                           : Unroll::automatic;
   AttentionTiles t{forced.workgroup ? forced.workgroup : def.workgroup,
                    forced.block_q ? forced.block_q : def.block_q,
                    forced.block_k ? forced.block_k : def.block_k,
                    forced.path != AttentionPath::automatic ? forced.path : def.path,
-                   forced.rows ? forced.rows : (tuned ? def.rows : 0),
-                   forced.unroll != AttentionTiles::Unroll::automatic ? forced.unroll
-                   : tuned                                            ? def.unroll
-                           : AttentionTiles::Unroll::automatic};
+                   rows,
+                   unroll};
   if (t.path == AttentionPath::rows) {
     if (t.unroll == AttentionTiles::Unroll::automatic)
       t.unroll = info.subgroup_size >= 16 ? AttentionTiles::Unroll::unrolled

@@ -70,9 +70,17 @@ AttentionChoice choose_attention(const DeviceInfo& info, const Tuning* tuning,
     const std::string cls = attention_shape_class(p);
     if (auto it = tuning->attention.find(cls); it != tuning->attention.end()) {
       const std::string misfit = attention_tiles_misfit(info, p.kernel, it->second, p.d_k, p.d_v);
-      if (misfit.empty())
-        return {it->second, ConfigSource::tuned,
-                "tuned for " + cls + " (" + describe(it->second) + ", " + tuning->origin + ")"};
+      if (misfit.empty()) {
+        // A rows-path entry names no tiles: the default's, should a caller or
+        // OpOverrides::attention_rows switch the path to tiled.
+        AttentionTiles t = it->second;
+        if (t.path == AttentionPath::rows) {
+          const AttentionTiles d = attention_default_tiles(info, p.kernel, p.d_k, p.d_v);
+          t.workgroup = d.workgroup, t.block_q = d.block_q, t.block_k = d.block_k;
+        }
+        return {t, ConfigSource::tuned,
+                "tuned for " + cls + " (" + describe(t) + ", " + tuning->origin + ")"};
+      }
       passed_over =
           "; the tuned " + describe(it->second) + " for " + cls + " was passed over: " + misfit;
     }

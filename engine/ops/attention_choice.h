@@ -38,7 +38,9 @@ std::string describe(const AttentionTiles& t);
 bool same_kernel(const AttentionTiles& a, const AttentionTiles& b);
 
 struct AttentionChoice {
-  AttentionTiles tiles;  // path resolved; rows 0 and unroll automatic for the default
+  // Path resolved, tiles always set (a tuned rows-path entry gets the default's); rows 0 and
+  // unroll automatic for the default (the op resolves them).
+  AttentionTiles tiles;
   ConfigSource source = ConfigSource::table;
   std::string why;  // one line
 };

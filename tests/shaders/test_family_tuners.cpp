@@ -127,6 +127,16 @@ TEST_CASE("attention, LayerNorm and cross-entropy choices: tuned or the default,
   CHECK(ta.source == ops::ConfigSource::tuned);
   CHECK(ta.tiles.path == ops::AttentionPath::tiled);
   CHECK_THAT(ta.why, Catch::Contains("f32/fwd/d64/causal/q64/k64") && Catch::Contains("test"));
+  // A rows-path entry comes with the default's tiles, for a caller that switches the path.
+  const ops::AttentionProblem bq{DType::f32, ops::AttentionKernel::backward_q, 64, 64, 30, 30,
+                                 false};
+  tuning.attention[ops::attention_shape_class(bq)] = {
+      0, 0, 0, ops::AttentionPath::rows, 3, Unroll::rolled};
+  const ops::AttentionChoice tr = ops::choose_attention(cpu, &tuning, bq);
+  CHECK(tr.source == ops::ConfigSource::tuned);
+  CHECK(tr.tiles.rows == 3);
+  CHECK(tr.tiles.workgroup == ops::attention_default_tiles(cpu, bq.kernel, 64, 64).workgroup);
+  CHECK(tr.tiles.block_q == ops::attention_default_tiles(cpu, bq.kernel, 64, 64).block_q);
   // Another class (a longer sequence, no mask, the backward) keeps the default.
   CHECK(ops::choose_attention(cpu, &tuning,
                               {DType::f32, ops::AttentionKernel::forward, 64, 64, 300, 300, true})
@@ -205,6 +215,10 @@ VKF_TEST_CASE("attention, LayerNorm and cross-entropy run the device's tuning, f
     return std::make_pair(seq.kernel_names(), bits);
   };
   const auto untuned = run_attention(g);
+  const bool rows_ok =
+      ops::attention_tiles_misfit(info, ops::AttentionKernel::forward,
+                                  {0, 0, 0, ops::AttentionPath::rows, 2, Unroll::rolled}, D, D)
+          .empty();
 
   auto tuning = std::make_shared<Tuning>();
   tuning->origin = "test";
@@ -230,6 +244,28 @@ VKF_TEST_CASE("attention, LayerNorm and cross-entropy run the device's tuning, f
   dev->set_tuning(nullptr);
   // Bit for bit what the same configurations give when forced.
   CHECK(run_attention(forced) == tuned);
+
+  // A tuned rows-path entry on a device told to take the tiled path (OpOverrides): the tiled
+  // kernels, with the default tiles.
+  if (rows_ok) {
+    DeviceOptions tiled_opts;
+    tiled_opts.ops.attention_rows = false;
+    auto tiled_dev = test::new_device(tiled_opts);
+    auto rows_tuning = std::make_shared<Tuning>();
+    rows_tuning->origin = "test";
+    rows_tuning->attention[ops::attention_shape_class(
+        {DType::f32, ops::AttentionKernel::forward, D, D, L, L, true})] = {
+        0, 0, 0, ops::AttentionPath::rows, 2, Unroll::rolled};
+    tiled_dev->set_tuning(rows_tuning);
+    Buffer tq = tiled_dev->allocate(n * 4, "q"), tk = tiled_dev->allocate(n * 4, "k"),
+           tv = tiled_dev->allocate(n * 4, "v"), to = tiled_dev->allocate(n * 4, "o"),
+           tl = tiled_dev->allocate(B * H * L * 4, "lse");
+    ops::AttentionArgs ta = g.fwd;
+    ta.q = tq, ta.k = tk, ta.v = tv, ta.o = to, ta.lse = tl;
+    Recorder rec(*tiled_dev);
+    ops::attention_forward(*tiled_dev, rec, ta);
+    CHECK(rec.finish().kernel_names() == std::vector<std::string>{"attention_forward"});
+  }
 
   // LayerNorm: a workgroup per row through shared memory, where the default is a subgroup per
   // row (or the reverse).
