@@ -5,6 +5,9 @@
 #include <map>
 #include <string>
 
+#include "engine/ops/attention.h"
+#include "engine/ops/elementwise.h"
+#include "engine/ops/layer_norm_choice.h"
 #include "engine/ops/matmul_tuning.h"
 
 namespace vkf {
@@ -13,6 +16,12 @@ struct Tuning {
   std::string origin;  // where it came from (a tuning file's path), for the runs' one line
   // By ops::matmul_shape_class(): "f32/abt/m1k/n1k/k1k".
   std::map<std::string, ops::MatmulConfig> matmul;
+  // By ops::attention_shape_class(): "f32/fwd/d64/causal/q64/k64" (path, tiles, rows, unroll).
+  std::map<std::string, ops::AttentionTiles> attention;
+  // By ops::layer_norm_shape_class(): "f32/fwd/d512" (reduction, workgroup size).
+  std::map<std::string, ops::LayerNormConfig> layer_norm;
+  // By ops::cross_entropy_shape_class(): "f32/v8k" (workgroup size, subgroup reductions).
+  std::map<std::string, ops::RowKernelConfig> cross_entropy;
 };
 
 }  // namespace vkf

@@ -63,6 +63,124 @@ ops::MatmulConfig config_of(const json& j) {
   return c;
 }
 
+const char* path_name(ops::AttentionPath p) {
+  return p == ops::AttentionPath::rows    ? "rows"
+         : p == ops::AttentionPath::tiled ? "tiled"
+                                          : "automatic";
+}
+
+const char* unroll_name(ops::AttentionTiles::Unroll u) {
+  return u == ops::AttentionTiles::Unroll::rolled     ? "rolled"
+         : u == ops::AttentionTiles::Unroll::unrolled ? "unrolled"
+                                                      : "automatic";
+}
+
+const char* subgroup_name(ops::RowKernelConfig::Subgroup s) {
+  return s == ops::RowKernelConfig::Subgroup::on    ? "on"
+         : s == ops::RowKernelConfig::Subgroup::off ? "off"
+                                                    : "automatic";
+}
+
+ops::AttentionKernel parse_kernel(const std::string& s) {
+  for (auto k : {ops::AttentionKernel::forward, ops::AttentionKernel::backward_kv,
+                 ops::AttentionKernel::backward_q})
+    if (s == ops::attention_kernel_short_name(k)) return k;
+  throw Error("attention kernel '" + s + "' is not fwd, bkv or bq");
+}
+
+json attention_json(const ops::AttentionTiles& t) {
+  return {
+      {"path", path_name(t.path)}, {"workgroup", t.workgroup}, {"block_q", t.block_q},
+      {"block_k", t.block_k},      {"rows", t.rows},           {"unroll", unroll_name(t.unroll)}};
+}
+
+ops::AttentionTiles attention_of(const json& j) {
+  ops::AttentionTiles t;
+  const std::string path = j.at("path").get<std::string>();
+  if (path == "rows")
+    t.path = ops::AttentionPath::rows;
+  else if (path == "tiled")
+    t.path = ops::AttentionPath::tiled;
+  else
+    throw Error("attention path '" + path + "' is not tiled or rows");
+  t.workgroup = j.at("workgroup").get<uint32_t>();
+  t.block_q = j.at("block_q").get<uint32_t>();
+  t.block_k = j.at("block_k").get<uint32_t>();
+  t.rows = j.at("rows").get<uint32_t>();
+  const std::string unroll = j.at("unroll").get<std::string>();
+  if (unroll == "rolled")
+    t.unroll = ops::AttentionTiles::Unroll::rolled;
+  else if (unroll == "unrolled")
+    t.unroll = ops::AttentionTiles::Unroll::unrolled;
+  else if (unroll != "automatic")
+    throw Error("attention unroll '" + unroll + "' is not rolled, unrolled or automatic");
+  // Values the kernels size arrays or grids with: a hand-edited zero must not reach them.
+  if (t.path == ops::AttentionPath::tiled && (!t.workgroup || !t.block_q || !t.block_k))
+    throw Error("attention configuration " + ops::describe(t) + " has a zero size");
+  if (t.path == ops::AttentionPath::rows && !t.rows)
+    throw Error("attention configuration " + ops::describe(t) + " has no rows per lane");
+  return t;
+}
+
+ops::LayerNormConfig layer_norm_of(const json& j) {
+  ops::LayerNormConfig c;
+  c.workgroup_size = j.at("workgroup_size").get<uint32_t>();
+  const std::string r = j.at("reduce").get<std::string>();
+  if (!ops::parse_row_reduce(r, c.reduce) || c.reduce == ops::RowReduce::automatic)
+    throw Error("LayerNorm reduction '" + r + "' is not shared, subgroup or subgroup_rows");
+  if (!c.workgroup_size) throw Error("LayerNorm workgroup size 0");
+  return c;
+}
+
+ops::RowKernelConfig row_kernel_of(const json& j) {
+  ops::RowKernelConfig c;
+  c.workgroup_size = j.at("workgroup_size").get<uint32_t>();
+  const std::string sg = j.at("subgroup").get<std::string>();
+  if (sg == "on")
+    c.subgroup = ops::RowKernelConfig::Subgroup::on;
+  else if (sg == "off")
+    c.subgroup = ops::RowKernelConfig::Subgroup::off;
+  else
+    throw Error("cross-entropy subgroup '" + sg + "' is not on or off");
+  if (!c.workgroup_size) throw Error("cross-entropy workgroup size 0");
+  return c;
+}
+
+// The evidence every family's entry carries, around its shape and configuration.
+template <class P, class C>
+json entry_json(const TunedEntry<P, C>& t, json shape, json config) {
+  json rejected = json::array();
+  for (const auto& [cfg, why] : t.rejected) rejected.push_back({{"config", cfg}, {"why", why}});
+  return {{"class", t.shape_class},
+          {"shape", std::move(shape)},
+          {"config", std::move(config)},
+          {"default", {{"name", t.default_name}, {"seconds", t.default_seconds}}},
+          {"seconds", t.seconds},
+          {"tried", t.tried},
+          {"untried", t.untried},
+          {"rejected", rejected}};
+}
+
+template <class P, class C>
+void read_evidence(const json& e, TunedEntry<P, C>& t, const std::string& shape_class) {
+  t.shape_class = e.at("class").get<std::string>();
+  if (shape_class != t.shape_class)
+    throw Error("class '" + t.shape_class + "' is not its shape's (" + shape_class + ")");
+  t.default_name = e.at("default").at("name").get<std::string>();
+  t.default_seconds = e.at("default").at("seconds").get<double>();
+  t.seconds = e.at("seconds").get<double>();
+  t.tried = e.at("tried").get<uint32_t>();
+  t.untried = e.value("untried", 0u);  // files of the first format version lack it
+  for (const json& r : e.at("rejected"))
+    t.rejected.emplace_back(r.at("config").get<std::string>(), r.at("why").get<std::string>());
+}
+
+// The families after matmul are optional: a file written before them has none.
+const json& family(const json& j, const char* name) {
+  static const json none = json::array();
+  return j.contains(name) ? j.at(name) : none;
+}
+
 }  // namespace
 
 TuningKey TuningKey::of(const DeviceInfo& info) {
@@ -88,24 +206,40 @@ std::string tuning_file_path(const std::string& dir, const DeviceInfo& info) {
 }
 
 void write_tuning_file(const std::string& path, const TuningFile& f) {
-  json entries = json::array();
-  for (const TunedMatmul& t : f.matmul) {
-    json rejected = json::array();
-    for (const auto& [cfg, why] : t.rejected) rejected.push_back({{"config", cfg}, {"why", why}});
-    entries.push_back({{"class", t.shape_class},
-                       {"shape",
-                        {{"dtype", dtype_name(t.shape.dtype)},
-                         {"trans_a", t.shape.trans_a},
-                         {"trans_b", t.shape.trans_b},
-                         {"m", t.shape.m},
-                         {"n", t.shape.n},
-                         {"k", t.shape.k}}},
-                       {"config", config_json(t.config)},
-                       {"default", {{"name", t.default_name}, {"seconds", t.default_seconds}}},
-                       {"seconds", t.seconds},
-                       {"tried", t.tried},
-                       {"rejected", rejected}});
-  }
+  json entries = json::array(), attention = json::array(), layer_norm = json::array(),
+       cross_entropy = json::array();
+  for (const TunedMatmul& t : f.matmul)
+    entries.push_back(entry_json(t,
+                                 {{"dtype", dtype_name(t.shape.dtype)},
+                                  {"trans_a", t.shape.trans_a},
+                                  {"trans_b", t.shape.trans_b},
+                                  {"m", t.shape.m},
+                                  {"n", t.shape.n},
+                                  {"k", t.shape.k}},
+                                 config_json(t.config)));
+  for (const TunedAttention& t : f.attention)
+    attention.push_back(entry_json(t,
+                                   {{"dtype", dtype_name(t.shape.dtype)},
+                                    {"kernel", ops::attention_kernel_short_name(t.shape.kernel)},
+                                    {"d_k", t.shape.d_k},
+                                    {"d_v", t.shape.d_v},
+                                    {"len_q", t.shape.len_q},
+                                    {"len_k", t.shape.len_k},
+                                    {"causal", t.shape.causal}},
+                                   attention_json(t.config)));
+  for (const TunedLayerNorm& t : f.layer_norm)
+    layer_norm.push_back(entry_json(t,
+                                    {{"dtype", dtype_name(t.shape.dtype)},
+                                     {"backward", t.shape.backward},
+                                     {"rows", t.shape.rows},
+                                     {"d", t.shape.d}},
+                                    {{"reduce", ops::row_reduce_name(t.config.reduce)},
+                                     {"workgroup_size", t.config.workgroup_size}}));
+  for (const TunedCrossEntropy& t : f.cross_entropy)
+    cross_entropy.push_back(entry_json(
+        t, {{"dtype", dtype_name(t.shape.dtype)}, {"rows", t.shape.rows}, {"vocab", t.shape.vocab}},
+        {{"workgroup_size", t.config.workgroup_size},
+         {"subgroup", subgroup_name(t.config.subgroup)}}));
   const json j = {{"format", k_format},
                   {"device",
                    {{"vendor_id", f.key.vendor_id},
@@ -114,7 +248,10 @@ void write_tuning_file(const std::string& path, const TuningFile& f) {
                     {"pipeline_cache_uuid", f.key.pipeline_cache_uuid},
                     {"name", f.key.device_name},
                     {"driver", f.key.driver}}},
-                  {"matmul", entries}};
+                  {"matmul", entries},
+                  {"attention", attention},
+                  {"layer_norm", layer_norm},
+                  {"cross_entropy", cross_entropy}};
   std::error_code ec;
   if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
     std::filesystem::create_directories(parent, ec);
@@ -148,7 +285,6 @@ TuningFile read_tuning_file(const std::string& path) {
     f.key.driver = d.at("driver").get<std::string>();
     for (const json& e : j.at("matmul")) {
       TunedMatmul t;
-      t.shape_class = e.at("class").get<std::string>();
       const json& s = e.at("shape");
       t.shape = {parse_dtype(s.at("dtype").get<std::string>()),
                  s.at("trans_a").get<bool>(),
@@ -156,17 +292,41 @@ TuningFile read_tuning_file(const std::string& path) {
                  s.at("m").get<uint32_t>(),
                  s.at("n").get<uint32_t>(),
                  s.at("k").get<uint32_t>()};
-      if (ops::matmul_shape_class(t.shape) != t.shape_class)
-        throw Error("class '" + t.shape_class + "' is not its shape's (" +
-                    ops::matmul_shape_class(t.shape) + ")");
+      read_evidence(e, t, ops::matmul_shape_class(t.shape));
       t.config = config_of(e.at("config"));
-      t.default_name = e.at("default").at("name").get<std::string>();
-      t.default_seconds = e.at("default").at("seconds").get<double>();
-      t.seconds = e.at("seconds").get<double>();
-      t.tried = e.at("tried").get<uint32_t>();
-      for (const json& r : e.at("rejected"))
-        t.rejected.emplace_back(r.at("config").get<std::string>(), r.at("why").get<std::string>());
       f.matmul.push_back(std::move(t));
+    }
+    for (const json& e : family(j, "attention")) {
+      TunedAttention t;
+      const json& s = e.at("shape");
+      t.shape = {parse_dtype(s.at("dtype").get<std::string>()),
+                 parse_kernel(s.at("kernel").get<std::string>()),
+                 s.at("d_k").get<uint32_t>(),
+                 s.at("d_v").get<uint32_t>(),
+                 s.at("len_q").get<uint32_t>(),
+                 s.at("len_k").get<uint32_t>(),
+                 s.at("causal").get<bool>()};
+      read_evidence(e, t, ops::attention_shape_class(t.shape));
+      t.config = attention_of(e.at("config"));
+      f.attention.push_back(std::move(t));
+    }
+    for (const json& e : family(j, "layer_norm")) {
+      TunedLayerNorm t;
+      const json& s = e.at("shape");
+      t.shape = {parse_dtype(s.at("dtype").get<std::string>()), s.at("backward").get<bool>(),
+                 s.at("rows").get<uint32_t>(), s.at("d").get<uint32_t>()};
+      read_evidence(e, t, ops::layer_norm_shape_class(t.shape));
+      t.config = layer_norm_of(e.at("config"));
+      f.layer_norm.push_back(std::move(t));
+    }
+    for (const json& e : family(j, "cross_entropy")) {
+      TunedCrossEntropy t;
+      const json& s = e.at("shape");
+      t.shape = {parse_dtype(s.at("dtype").get<std::string>()), s.at("rows").get<uint32_t>(),
+                 s.at("vocab").get<uint32_t>()};
+      read_evidence(e, t, ops::cross_entropy_shape_class(t.shape));
+      t.config = row_kernel_of(e.at("config"));
+      f.cross_entropy.push_back(std::move(t));
     }
     return f;
   } catch (const json::exception& e) {
@@ -180,6 +340,9 @@ std::shared_ptr<const Tuning> make_tuning(const TuningFile& file, const std::str
   auto t = std::make_shared<Tuning>();
   t->origin = origin;
   for (const TunedMatmul& m : file.matmul) t->matmul[m.shape_class] = m.config;
+  for (const TunedAttention& a : file.attention) t->attention[a.shape_class] = a.config;
+  for (const TunedLayerNorm& l : file.layer_norm) t->layer_norm[l.shape_class] = l.config;
+  for (const TunedCrossEntropy& c : file.cross_entropy) t->cross_entropy[c.shape_class] = c.config;
   return t;
 }
 

@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "engine/device_info.h"
+#include "engine/ops/attention_choice.h"
+#include "engine/ops/layer_norm_choice.h"
+#include "engine/ops/loss_choice.h"
 #include "engine/ops/matmul_choice.h"
 #include "engine/tuning.h"
 
@@ -26,21 +29,33 @@ struct TuningKey {
   std::string mismatch(const TuningKey& device) const;
 };
 
-// One shape class's winner, and the evidence.
-struct TunedMatmul {
-  std::string shape_class;   // ops::matmul_shape_class(shape)
-  ops::MatmulProblem shape;  // the shape it was timed at
-  ops::MatmulConfig config;
-  std::string default_name;  // the static table's row for it
+// One shape class's winner, and the evidence; for every family (Problem: the shape it was
+// timed at, Config: the kernel configuration).
+template <class Problem, class Config>
+struct TunedEntry {
+  std::string shape_class;  // the family's *_shape_class(shape)
+  Problem shape;            // the shape it was timed at
+  Config config;
+  std::string default_name;  // the static table's row or default configuration for it
   double default_seconds = 0, seconds = 0;
   uint32_t tried = 0;  // candidates timed
+  // Candidates the budget left untimed (the search stopped starting new ones).
+  uint32_t untried = 0;
   // Candidates dropped by the correctness check: (configuration, why).
   std::vector<std::pair<std::string, std::string>> rejected;
 };
 
+using TunedMatmul = TunedEntry<ops::MatmulProblem, ops::MatmulConfig>;
+using TunedAttention = TunedEntry<ops::AttentionProblem, ops::AttentionTiles>;
+using TunedLayerNorm = TunedEntry<ops::LayerNormProblem, ops::LayerNormConfig>;
+using TunedCrossEntropy = TunedEntry<ops::CrossEntropyProblem, ops::RowKernelConfig>;
+
 struct TuningFile {
   TuningKey key;
   std::vector<TunedMatmul> matmul;
+  std::vector<TunedAttention> attention;
+  std::vector<TunedLayerNorm> layer_norm;
+  std::vector<TunedCrossEntropy> cross_entropy;
 };
 
 // <dir>/<device_cache_stem(info)>.tuning.json; "" when dir is "".

@@ -1,7 +1,8 @@
-// vkf tune: finds the fastest correct matmul configurations on this device and driver for the
-// shapes a model runs (or the benchmark's), with a progress bar, and writes them to the tuning
-// file the other commands then use (--tune). The summary compares each winner with the static
-// table's row. --export and --import copy a tuning file out and in (the device and driver must
+// vkf tune: finds the fastest correct kernel configurations on this device and driver for the
+// shapes a model runs (matmul, attention, LayerNorm, cross-entropy; without a model, the
+// benchmark's matmuls), with a progress bar, and writes them to the tuning file the other
+// commands then use (--tune). The summary compares each winner with the default (the static
+// table's row). --export and --import copy a tuning file out and in (the device and driver must
 // match).
 #include <unistd.h>
 
@@ -16,7 +17,7 @@
 #include "apps/vkf/command.h"
 #include "apps/vkf/tuning_choice.h"
 #include "bench/suite/shapes.h"
-#include "bench/tune/matmul_tuner.h"
+#include "bench/tune/model_tuner.h"
 #include "engine/error.h"
 #include "engine/tuning_file.h"
 #include "model/checkpoint.h"
@@ -25,20 +26,41 @@ namespace vkf::app {
 namespace {
 
 struct TuneArgs {
-  std::string device, preset, model, budget = "2m", out, export_to, import_from;
-  uint32_t tokens = 0, vocab_size = 8000;
+  std::string device, preset, model, budget = "2m", out, export_to, import_from, dtype = "f32";
+  uint32_t tokens = 0, vocab_size = 8000, len = bench::k_train_len;
 };
 
-std::vector<ops::MatmulProblem> shapes_for(const TuneArgs& a, const DeviceInfo& info) {
+// The shapes again in each storage type of `dtypes` (the model's are built in f32).
+tune::TuneShapes in_storage(const tune::TuneShapes& f32, const std::vector<DType>& dtypes) {
+  tune::TuneShapes out;
+  for (DType t : dtypes) {
+    auto add = [t](auto& to, const auto& from) {
+      for (auto p : from) {
+        p.dtype = t;
+        to.push_back(p);
+      }
+    };
+    add(out.matmul, f32.matmul);
+    add(out.layer_norm, f32.layer_norm);
+    add(out.cross_entropy, f32.cross_entropy);
+    for (tune::AttentionWork w : f32.attention) {
+      w.problem.dtype = t;
+      out.attention.push_back(w);
+    }
+  }
+  return out;
+}
+
+tune::TuneShapes model_shapes(const TuneArgs& a, const DeviceInfo& info) {
+  tune::TuneShapes out;
   if (a.preset.empty() && a.model.empty()) {
     // The benchmark's quick and standard shapes (bench/suite/shapes.h) up to 2^32 m n k:
     // 1024^3, the Transformer-base FFN at 4096 tokens and its backward. The vocabulary
     // projection is left out: on a CPU device one run takes seconds.
-    std::vector<ops::MatmulProblem> out;
     for (const bench::MatmulShape& s : bench::matmul_shapes())
       if (s.suite <= bench::Suite::standard && double(s.m) * s.n * s.k <= 4294967296.0)
-        out.push_back({DType::f32, s.form == bench::MatmulForm::atb,
-                       s.form == bench::MatmulForm::abt, s.m, s.n, s.k});
+        out.matmul.push_back({DType::f32, s.form == bench::MatmulForm::atb,
+                              s.form == bench::MatmulForm::abt, s.m, s.n, s.k});
     return out;
   }
   model::ModelConfig c;
@@ -51,7 +73,35 @@ std::vector<ops::MatmulProblem> shapes_for(const TuneArgs& a, const DeviceInfo& 
   const uint32_t tokens =
       a.tokens ? a.tokens
                : bench::train_tokens(a.preset.empty() ? "base" : a.preset, info.is_cpu());
-  return model_matmul_shapes(c, tokens, true);
+  out.matmul = model_matmul_shapes(c, tokens, true);
+  // Training's attention: the encoder's and the cross-attention's (full) and the decoder's
+  // (causal) over sentences of `len` tokens, each kernel; LayerNorm over d_model, forward and
+  // backward; the loss over the vocabulary. f32: the storage the model trains in.
+  const uint32_t len = std::min(a.len, tokens);
+  const uint32_t dk = uint32_t(c.head_dim_k()), dv = uint32_t(c.head_dim_v());
+  for (bool causal : {false, true})
+    for (auto kernel : {ops::AttentionKernel::forward, ops::AttentionKernel::backward_kv,
+                        ops::AttentionKernel::backward_q})
+      out.attention.push_back({{DType::f32, kernel, dk, dv, len, len, causal},
+                               std::max(1u, tokens / len),
+                               uint32_t(c.heads)});
+  // The row kernels are timed at up to 1024 rows (256 on a CPU device): a workgroup reduces a
+  // row, so more rows repeat the same work (1024 workgroups fill a GPU, 256 a CPU's threads),
+  // while a CPU device spends a second or more on 1024 rows of the vocabulary.
+  const uint32_t d = uint32_t(c.d_model), rows = std::min(tokens, info.is_cpu() ? 256u : 1024u);
+  out.layer_norm = {{DType::f32, false, rows, d}, {DType::f32, true, rows, d}};
+  if (c.vocab_size > 0) out.cross_entropy.push_back({DType::f32, rows, uint32_t(c.vocab_size)});
+  return out;
+}
+
+tune::TuneShapes shapes_for(const TuneArgs& a, const DeviceInfo& info) {
+  std::vector<DType> dtypes;
+  if (a.dtype == "f32" || a.dtype == "both") dtypes.push_back(DType::f32);
+  if (a.dtype == "f16" || a.dtype == "both") dtypes.push_back(DType::f16);
+  if (dtypes.back() == DType::f16 && !info.storage16)
+    throw Error("--dtype " + a.dtype + ": f16 storage needs 16-bit storage buffers, which " +
+                info.name + " lacks");
+  return in_storage(model_shapes(a, info), dtypes);
 }
 
 std::string dims(const ops::MatmulProblem& p) {
@@ -92,37 +142,73 @@ int run_tune(const TuneArgs& a) {
     if (const std::string why = f.key.mismatch(TuningKey::of(dev->info())); !why.empty())
       throw Error("the tuning file " + from + " does not apply to " + dev->label() + ": " + why);
     write_tuning_file(to, f);
-    std::cerr << "vkf tune: " << from << " -> " << to << " (" << f.matmul.size()
-              << " matmul shape classes)\n";
+    std::cerr << "vkf tune: " << from << " -> " << to << " (" << f.matmul.size() << " matmul, "
+              << f.attention.size() << " attention, " << f.layer_norm.size() << " LayerNorm, "
+              << f.cross_entropy.size() << " cross-entropy shape classes)\n";
     return 0;
   }
   const double budget = parse_duration(a.budget);
   if (budget <= 0) throw Error("--budget must be positive");
   const std::string out = a.out.empty() ? own : a.out;
   if (out.empty()) throw Error("no cache directory for the tuning file: name one with --out");
-  const std::vector<ops::MatmulProblem> shapes = shapes_for(a, dev->info());
+  const tune::TuneShapes shapes = shapes_for(a, dev->info());
   std::set<std::string> classes;
-  for (const auto& p : shapes) classes.insert(ops::matmul_shape_class(p));
-  std::cerr << "vkf tune: " << classes.size() << " matmul shape classes on " << dev->label()
-            << ", budget " << budget << " s\n";
+  for (const auto& p : shapes.matmul) classes.insert("m " + ops::matmul_shape_class(p));
+  for (const auto& w : shapes.attention)
+    classes.insert("a " + ops::attention_shape_class(w.problem));
+  for (const auto& p : shapes.layer_norm) classes.insert("l " + ops::layer_norm_shape_class(p));
+  for (const auto& p : shapes.cross_entropy)
+    classes.insert("c " + ops::cross_entropy_shape_class(p));
+  std::cerr << "vkf tune: " << classes.size() << " shape classes (matmul"
+            << (shapes.attention.empty() ? "" : ", attention, LayerNorm, cross-entropy") << ") on "
+            << dev->label() << ", budget " << budget << " s\n";
   const bool terminal = isatty(fileno(stderr)) != 0;
   tune::DeviceTimer timer;
   tune::TunerOptions o;
   o.budget_seconds = budget;
   o.progress = [terminal](const tune::Progress& p) { progress_bar(p, terminal); };
-  const TuningFile f = tune::tune_matmuls(*dev, shapes, timer, o);
+  const tune::TuneReport report = tune::tune_model(*dev, shapes, timer, o);
+  const TuningFile& f = report.file;
   write_tuning_file(out, f);
 
-  std::printf("%-24s %-15s %-16s %9s  %-34s %9s %8s %s\n", "class", "shape", "default", "ms",
-              "tuned", "ms", "speed-up", "(tried, rejected)");
-  for (const TunedMatmul& t : f.matmul)
-    std::printf("%-24s %-15s %-16s %9.3f  %-34s %9.3f %7.2fx (%u, %zu)\n", t.shape_class.c_str(),
-                dims(t.shape).c_str(), t.default_name.c_str(), t.default_seconds * 1e3,
-                t.config.describe().c_str(), t.seconds * 1e3,
-                t.seconds > 0 ? t.default_seconds / t.seconds : 0.0, t.tried, t.rejected.size());
-  for (const TunedMatmul& t : f.matmul)
-    for (const auto& [cfg, why] : t.rejected)
-      std::printf("rejected for %s: %s: %s\n", t.shape_class.c_str(), cfg.c_str(), why.c_str());
+  std::printf("%-13s %-28s %-16s %-24s %9s  %-34s %9s %8s %s\n", "family", "class", "shape",
+              "default", "ms", "tuned", "ms", "speed-up", "(tried, rejected, untried)");
+  auto row = [](const char* family, const auto& t, const std::string& shape,
+                const std::string& tuned) {
+    std::printf("%-13s %-28s %-16s %-24s %9.3f  %-34s %9.3f %7.2fx (%u, %zu, %u)\n", family,
+                t.shape_class.c_str(), shape.c_str(), t.default_name.c_str(),
+                t.default_seconds * 1e3, tuned.c_str(), t.seconds * 1e3,
+                t.seconds > 0 ? t.default_seconds / t.seconds : 0.0, t.tried, t.rejected.size(),
+                t.untried);
+  };
+  for (const TunedMatmul& t : f.matmul) row("matmul", t, dims(t.shape), t.config.describe());
+  for (const TunedAttention& t : f.attention)
+    row("attention", t, std::to_string(t.shape.len_q) + "x" + std::to_string(t.shape.len_k),
+        ops::describe(t.config));
+  for (const TunedLayerNorm& t : f.layer_norm)
+    row("layer_norm", t, std::to_string(t.shape.rows) + "x" + std::to_string(t.shape.d),
+        ops::describe(t.config));
+  for (const TunedCrossEntropy& t : f.cross_entropy)
+    row("cross_entropy", t, std::to_string(t.shape.rows) + "x" + std::to_string(t.shape.vocab),
+        ops::describe(t.config));
+  auto rejected = [](const auto& entries) {
+    for (const auto& t : entries)
+      for (const auto& [cfg, why] : t.rejected)
+        std::printf("rejected for %s: %s: %s\n", t.shape_class.c_str(), cfg.c_str(), why.c_str());
+  };
+  rejected(f.matmul);
+  rejected(f.attention);
+  rejected(f.layer_norm);
+  rejected(f.cross_entropy);
+  if (report.untried || !report.skipped.empty()) {
+    std::printf("budget spent: %u candidates left untried", report.untried);
+    if (!report.skipped.empty()) {
+      std::printf("; %zu shape classes not searched (they keep the defaults):",
+                  report.skipped.size());
+      for (const std::string& s : report.skipped) std::printf(" %s;", s.c_str());
+    }
+    std::printf(" (a larger --budget searches further)\n");
+  }
   std::cerr << "vkf tune: wrote " << out << "\n";
   return 0;
 }
@@ -137,10 +223,21 @@ RegisterCommand reg(
       sub.add_option("--model", a->model, "Tune the shapes of this checkpoint's model");
       sub.add_option("--tokens", a->tokens, "Rows (tokens) of the model's matmuls")
           ->check(int_range(1, 1 << 20));
+      sub.add_option(
+             "--dtype", a->dtype,
+             "Storage type of the shapes tuned: f32, f16 (mixed-precision training) or both")
+          ->check(CLI::IsMember({"f32", "f16", "both"}))
+          ->capture_default_str();
+      sub.add_option("--len", a->len, "Sentence length of the model's attention")
+          ->check(int_range(1, 1 << 16))
+          ->capture_default_str();
       sub.add_option("--vocab-size", a->vocab_size, "Vocabulary of a --preset model")
           ->check(int_range(5, 1 << 20))
           ->capture_default_str();
-      sub.add_option("--budget", a->budget, "Time for the whole search (90s, 2m, ...)")
+      sub.add_option(
+             "--budget", a->budget,
+             "Time for the whole search (90s, 2m, ...), shared by the shape classes of every "
+             "family; no candidate starts once it is spent")
           ->capture_default_str();
       sub.add_option("--out", a->out,
                      "Write the tuning file here (default: the cache directory, where the other "

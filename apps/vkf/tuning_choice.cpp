@@ -38,7 +38,7 @@ void apply_tuning(Device& dev, const std::string& choice,
                   const std::vector<ops::MatmulProblem>& shapes, const std::string& who,
                   const std::string& cache_dir) {
   auto say = [&](const std::string& line) {
-    std::fprintf(stderr, "%s: matmul kernels %s\n", who.c_str(), line.c_str());
+    std::fprintf(stderr, "%s: kernels %s\n", who.c_str(), line.c_str());
   };
   dev.set_tuning(nullptr);
   if (choice == "off") return say("default (--tune off)");

@@ -26,9 +26,10 @@ void add_tune_option(CLI::App& sub, std::string& value);
 std::vector<ops::MatmulProblem> model_matmul_shapes(const model::ModelConfig& config,
                                                     uint32_t tokens, bool training);
 
-// Applies `choice` to `dev` (Device::set_tuning) and prints one line to stderr, "<who>: matmul
-// kernels tuned (FILE)" or "<who>: matmul kernels default (why)". `shapes`: what auto tunes
-// when there is no file. auto looks in `cache_dir` ("": the device's pipeline cache directory).
+// Applies `choice` to `dev` (Device::set_tuning) and prints one line to stderr, "<who>:
+// kernels tuned (FILE)" or "<who>: kernels default (why)" (every family the file holds). `shapes`:
+// what auto tunes when there is no file. auto looks in `cache_dir` ("": the device's pipeline cache
+// directory).
 void apply_tuning(Device& dev, const std::string& choice,
                   const std::vector<ops::MatmulProblem>& shapes, const std::string& who,
                   const std::string& cache_dir = "");

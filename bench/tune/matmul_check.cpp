@@ -123,7 +123,7 @@ std::string check_shape(Device& dev, const ops::MatmulConfig& cfg, const ops::Ma
 
 std::string check_matmul(Device& dev, const ops::MatmulConfig& candidate,
                          const ops::MatmulProblem& p, const Sabotage& sabotage) {
-  const bool wrong = sabotage && sabotage(candidate);
+  const bool wrong = sabotage && sabotage(candidate.describe());
   const Shape shapes[] = {{37, 45, 29, 2, 0.0f, ops::Epilogue::none},
                           {36, 68, 44, 1, 0.5f, ops::Epilogue::bias}};
   for (const Shape& s : shapes)

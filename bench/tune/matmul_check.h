@@ -12,9 +12,10 @@
 
 namespace vkf::tune {
 
-// Test hook: true for a candidate whose output the check corrupts after its kernel, as a wrong
-// kernel would have written it.
-using Sabotage = std::function<bool(const ops::MatmulConfig&)>;
+// Test hook: true for a candidate (by its description, e.g. MatmulConfig::describe()) whose
+// output the check corrupts after its kernel, as a wrong kernel would have written it. Every
+// family's check takes it.
+using Sabotage = std::function<bool(const std::string& candidate)>;
 
 // "" when `candidate` computes the problem's kind of matmul right on `dev`; else what was wrong
 // (the first element out of tolerance, or the error the op threw).

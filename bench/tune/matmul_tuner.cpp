@@ -6,6 +6,7 @@
 #include <set>
 
 #include "bench/tune/matmul_candidates.h"
+#include "bench/tune/search.h"
 #include "engine/error.h"
 #include "engine/ops/matmul.h"
 
@@ -49,7 +50,7 @@ double time_candidate(Device& dev, const Operands& o, const ops::MatmulProblem& 
   Recorder rec(dev, timer.recorder_options(dev));
   ops::matmul(dev, rec, args);
   Sequence seq = rec.finish();
-  return timer.seconds(seq, cfg, p, give_up_above);
+  return timer.seconds(seq, cfg.describe(), ops::matmul_shape_class(p), give_up_above);
 }
 
 }  // namespace
@@ -63,46 +64,27 @@ TunedMatmul tune_matmul(Device& dev, const ops::MatmulProblem& shape, Timer& tim
   const std::vector<ops::MatmulConfig> candidates = matmul_candidates(dev.info(), shape);
   if (candidates.empty())
     throw Error("no matmul configuration fits " + dev.label() + " for " + r.shape_class);
-  const ops::MatmulConfig& prior = candidates.front();
   r.default_name =
       ops::table_matmul_config(dev.info(), shape.trans_b, shape.dtype, shape.m, shape.n)
           .config->name;
   const Operands o = allocate(dev, shape);
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  double best = inf;
-  bool have_best = false;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    // The default is always timed: the speed-up is against it.
-    if (i > 0 && Clock::now() >= deadline) break;
-    if (options.max_candidates && i >= options.max_candidates) break;
-    const ops::MatmulConfig& cfg = candidates[i];
-    if (step) step(i, candidates.size(), have_best ? r.config.describe() : std::string());
-    double t = 0;
-    try {
-      t = time_candidate(dev, o, shape, cfg, timer, have_best ? best * options.prune_factor : inf);
-    } catch (const Error& e) {
-      r.rejected.emplace_back(cfg.describe(), std::string("the op refused it: ") + e.what());
-      continue;
-    }
-    ++r.tried;
-    if (i == 0) r.default_seconds = t;
-    if (have_best && t >= best) continue;
-    // Only a candidate that would be kept is checked: fast and wrong must never win.
-    if (std::string why = check_matmul(dev, cfg, shape, options.sabotage); !why.empty()) {
-      r.rejected.emplace_back(cfg.describe(), why);
-      continue;
-    }
-    best = t;
-    have_best = true;
-    r.config = cfg;
-  }
-  if (!have_best) {
-    // Nothing correct (not even the default): keep the default, so the run is as untuned.
-    r.config = prior;
-    r.seconds = r.default_seconds;
-  } else {
-    r.seconds = best;
-  }
+  SearchSpace<ops::MatmulConfig> space;
+  space.candidates = candidates;
+  space.describe = [](const ops::MatmulConfig& c) { return c.describe(); };
+  space.time = [&](const ops::MatmulConfig& c, double give_up) {
+    return time_candidate(dev, o, shape, c, timer, give_up);
+  };
+  space.check = [&](const ops::MatmulConfig& c) {
+    return check_matmul(dev, c, shape, options.sabotage);
+  };
+  SearchResult<ops::MatmulConfig> found =
+      search(space, options.prune_factor, options.max_candidates, deadline, step);
+  r.config = std::move(found.config);
+  r.default_seconds = found.default_seconds;
+  r.seconds = found.seconds;
+  r.tried = found.tried;
+  r.untried = found.untried;
+  r.rejected = std::move(found.rejected);
   return r;
 }
 

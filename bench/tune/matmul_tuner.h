@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bench/tune/matmul_check.h"
+#include "bench/tune/search.h"
 #include "bench/tune/timer.h"
 #include "engine/device.h"
 #include "engine/tuning_file.h"
@@ -41,8 +42,6 @@ struct TunerOptions {
 // that fails the check is reported among the rejected and the first correct candidate replaces
 // it; with none correct, the entry keeps the default (the run behaves as untuned).
 // `step` hears of each candidate before it is timed: its index, the count, the best so far.
-using StepReport =
-    std::function<void(size_t candidate, size_t candidates, const std::string& best)>;
 TunedMatmul tune_matmul(Device& dev, const ops::MatmulProblem& shape, Timer& timer,
                         const TunerOptions& options, std::chrono::steady_clock::time_point deadline,
                         const StepReport& step = {});

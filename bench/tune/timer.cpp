@@ -10,7 +10,7 @@ RecorderOptions DeviceTimer::recorder_options(const Device& dev) const {
   return o;
 }
 
-double DeviceTimer::seconds(Sequence& seq, const ops::MatmulConfig&, const ops::MatmulProblem&,
+double DeviceTimer::seconds(Sequence& seq, const std::string&, const std::string&,
                             double give_up_above) {
   timed_run(seq);  // pipelines, first touch of the buffers
   const double first = timed_run(seq);

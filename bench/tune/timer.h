@@ -1,8 +1,9 @@
 #pragma once
 // What the tuner times candidates with. An interface, so that the tests drive the search with a
 // fake timer and assert which candidate wins with no timing in the assertion.
+#include <string>
+
 #include "engine/device.h"
-#include "engine/ops/matmul_choice.h"
 #include "engine/recorder.h"
 
 namespace vkf::tune {
@@ -12,11 +13,12 @@ class Timer {
   virtual ~Timer() = default;
   // Options for the recorder of the sequences handed to seconds() (timestamps or not).
   virtual RecorderOptions recorder_options(const Device& dev) const = 0;
-  // Seconds one run of `seq` takes: `seq` runs `candidate` once at `shape`, recorded with
+  // Seconds one run of `seq` takes: `seq` runs the candidate configuration `candidate` (its
+  // description, e.g. MatmulConfig::describe()) once at `shape_class`, recorded with
   // recorder_options(). A timer may stop early and return what it has once a run exceeds
   // `give_up_above` (the search's pruning: that candidate cannot win).
-  virtual double seconds(Sequence& seq, const ops::MatmulConfig& candidate,
-                         const ops::MatmulProblem& shape, double give_up_above) = 0;
+  virtual double seconds(Sequence& seq, const std::string& candidate,
+                         const std::string& shape_class, double give_up_above) = 0;
 };
 
 // The device's clock (engine/timing.h: timestamps on GPUs, the host clock on CPU devices): one
@@ -27,7 +29,7 @@ class DeviceTimer : public Timer {
  public:
   explicit DeviceTimer(int repeats = 3) : repeats_(repeats) {}
   RecorderOptions recorder_options(const Device& dev) const override;
-  double seconds(Sequence& seq, const ops::MatmulConfig& candidate, const ops::MatmulProblem& shape,
+  double seconds(Sequence& seq, const std::string& candidate, const std::string& shape_class,
                  double give_up_above) override;
 
  private:

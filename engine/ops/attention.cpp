@@ -8,6 +8,7 @@
 
 #include "engine/error.h"
 #include "engine/launch.h"
+#include "engine/ops/attention_choice.h"
 #include "engine/step_scalars.h"
 
 namespace vkf::ops {
@@ -113,14 +114,25 @@ AttentionPath automatic_path(const Device& dev, AttentionPath device_default) {
 AttentionTiles pick(Device& dev, AttentionKernel kernel, AttentionTiles forced,
                     const AttentionArgs& a) {
   const DeviceInfo& info = dev.info();
-  AttentionTiles def = attention_default_tiles(info, kernel, a.d_k, a.d_v);
+  // The device's tuning for the shape class, else the default; the caller's fields win.
+  const AttentionChoice choice = choose_attention(
+      info, dev.tuning(), {a.dtype, kernel, a.d_k, a.d_v, a.len_q, a.len_k, a.causal});
+  const bool tuned = choice.source == ConfigSource::tuned;
+  AttentionTiles def = choice.tiles;
   def.path = automatic_path(dev, def.path);
+  // A tuned entry carries its rows per lane and unroll; the default leaves them to the rules
+  // below (rows capped by the sequence, unroll by the subgroup width).
+  using Unroll = AttentionTiles::Unroll;
+  const uint32_t rows = forced.rows ? forced.rows : tuned ? def.rows : 0;
+  const Unroll unroll = forced.unroll != Unroll::automatic ? forced.unroll
+                        : tuned                            ? def.unroll
+                                                           : Unroll::automatic;
   AttentionTiles t{forced.workgroup ? forced.workgroup : def.workgroup,
                    forced.block_q ? forced.block_q : def.block_q,
                    forced.block_k ? forced.block_k : def.block_k,
                    forced.path != AttentionPath::automatic ? forced.path : def.path,
-                   forced.rows,
-                   forced.unroll};
+                   rows,
+                   unroll};
   if (t.path == AttentionPath::rows) {
     if (t.unroll == AttentionTiles::Unroll::automatic)
       t.unroll = info.subgroup_size >= 16 ? AttentionTiles::Unroll::unrolled
@@ -129,8 +141,9 @@ AttentionTiles pick(Device& dev, AttentionKernel kernel, AttentionTiles forced,
       throw Error("attention: the rows path needs a subgroup of 4..32 lanes, a multiple of 4; " +
                   info.name + " has " + std::to_string(info.subgroup_size));
     if (t.rows == 0) {  // the default, capped so that short sequences leave no lane row idle
+      const uint32_t def_rows = attention_default_tiles(info, kernel, a.d_k, a.d_v).rows;
       uint32_t len = kernel == AttentionKernel::backward_kv ? a.len_k : a.len_q;
-      t.rows = std::max(1u, std::min(def.rows, ceil_div(len, info.subgroup_size)));
+      t.rows = std::max(1u, std::min(def_rows, ceil_div(len, info.subgroup_size)));
     }
     if (t.rows > k_max_rows)
       throw Error("attention: " + std::to_string(t.rows) + " rows per lane, max " +
@@ -239,6 +252,27 @@ uint32_t attention_shared_bytes(AttentionKernel kernel, const AttentionTiles& t,
       break;
   }
   return floats * 4;
+}
+
+std::string attention_tiles_misfit(const DeviceInfo& info, AttentionKernel kernel,
+                                   const AttentionTiles& t, uint32_t d_k, uint32_t d_v) {
+  if (t.path == AttentionPath::rows) {
+    if (!rows_supported(info))
+      return "the rows path needs a subgroup of 4..32 lanes, a multiple of 4";
+    if (t.rows == 0 || t.rows > k_max_rows)
+      return std::to_string(t.rows) + " rows per lane (1.." + std::to_string(k_max_rows) + ")";
+    if (t.unroll == AttentionTiles::Unroll::automatic) return "unroll left automatic";
+    return "";
+  }
+  if (t.path != AttentionPath::tiled) return "path left automatic";
+  if (t.workgroup == 0 || t.block_q == 0 || t.block_k == 0 ||
+      t.workgroup > info.max_workgroup_invocations || t.workgroup > info.max_workgroup_size[0])
+    return "workgroup " + std::to_string(t.workgroup) + " with tiles " + std::to_string(t.block_q) +
+           "x" + std::to_string(t.block_k) + " is not valid here";
+  if (attention_shared_bytes(kernel, t, d_k, d_v) > info.shared_memory_bytes)
+    return "needs " + std::to_string(attention_shared_bytes(kernel, t, d_k, d_v)) +
+           " bytes of shared memory, the device has " + std::to_string(info.shared_memory_bytes);
+  return "";
 }
 
 namespace {

@@ -7,6 +7,7 @@
 // shaders/attention_backward_{delta,kv,q}.comp (GPUs), shaders/attention_rows_*.comp (CPU
 // devices; see AttentionPath).
 #include <cstdint>
+#include <string>
 
 #include "engine/device.h"
 #include "engine/recorder.h"
@@ -92,6 +93,10 @@ AttentionTiles attention_default_tiles(const DeviceInfo& info, AttentionKernel k
 // Shared memory `kernel` needs with `tiles`, in bytes (0 on the rows path).
 uint32_t attention_shared_bytes(AttentionKernel kernel, const AttentionTiles& tiles, uint32_t d_k,
                                 uint32_t d_v);
+// Why `info` cannot run `kernel` with the complete configuration `tiles` (path tiled or rows,
+// no field left at 0), or "" when it can: for tuned configurations, which may come from a file.
+std::string attention_tiles_misfit(const DeviceInfo& info, AttentionKernel kernel,
+                                   const AttentionTiles& tiles, uint32_t d_k, uint32_t d_v);
 
 void attention_forward(Device& dev, Recorder& rec, const AttentionArgs& args);
 void attention_backward(Device& dev, Recorder& rec, const AttentionBackwardArgs& args);

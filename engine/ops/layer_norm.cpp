@@ -7,6 +7,7 @@
 
 #include "engine/error.h"
 #include "engine/launch.h"
+#include "engine/ops/layer_norm_choice.h"
 #include "engine/step_scalars.h"
 
 namespace vkf::ops {
@@ -52,15 +53,10 @@ void check_shape(uint32_t rows, uint32_t d, const char* op) {
                 "] has more elements than 32-bit indexing allows");
 }
 
-// Resolves `automatic`: a subgroup per row when rows are short for a subgroup (at most 32
-// columns a lane) and always on CPU devices; else a workgroup per row.
+// Resolves `automatic` by the static rule (layer_norm_default_config).
 RowReduce resolve_reduce(const Device& dev, RowReduce r, uint32_t d, const char* op) {
   const DeviceInfo& info = dev.info();
-  if (r == RowReduce::automatic) {
-    if (!info.subgroup_arithmetic) return RowReduce::shared;
-    return info.is_cpu() || d <= 32 * info.subgroup_size ? RowReduce::subgroup_rows
-                                                         : RowReduce::subgroup;
-  }
+  if (r == RowReduce::automatic) return layer_norm_default_config(info, d).reduce;
   if (r != RowReduce::shared && !info.subgroup_arithmetic)
     throw Error(std::string(op) + ": the device has no subgroup arithmetic");
   return r;
@@ -91,8 +87,16 @@ struct RowPlan {
   std::array<uint32_t, 3> groups;
 };
 
-RowPlan plan_rows(const Device& dev, RowReduce requested, uint32_t forced_wg, uint32_t rows,
-                  uint32_t d, const std::string& base, const char* op) {
+RowPlan plan_rows(const Device& dev, RowReduce requested, uint32_t forced_wg, DType dtype,
+                  bool backward, uint32_t rows, uint32_t d, const std::string& base,
+                  const char* op) {
+  if (requested == RowReduce::automatic && forced_wg == 0) {
+    // Nothing forced: the device's tuning for the shape class, else the static rule.
+    const LayerNormConfig c =
+        choose_layer_norm(dev.info(), dev.tuning(), {dtype, backward, rows, d}).config;
+    requested = c.reduce;
+    forced_wg = c.workgroup_size;
+  }
   const RowReduce r = resolve_reduce(dev, requested, d, op);
   const uint32_t wg = pick_workgroup(dev, d, forced_wg, r, op);
   if (r == RowReduce::shared) return {base, wg, 1, groups_1d(rows, 1)};
@@ -140,8 +144,8 @@ void layer_norm_forward(Device& dev, Recorder& rec, const LayerNormForwardArgs& 
   } push{
       a.rows,          a.d, a.eps, dropout ? a.dropout : 0.0f, a.tensor_id, residual ? 1u : 0u, 1,
       a.batch_row_rows};
-  const RowPlan plan =
-      plan_rows(dev, a.reduce, a.workgroup_size, a.rows, a.d, "layer_norm_forward", op);
+  const RowPlan plan = plan_rows(dev, a.reduce, a.workgroup_size, a.dtype, false, a.rows, a.d,
+                                 "layer_norm_forward", op);
   push.rows_per_group = plan.rows_per_group;
   const Kernel& k =
       dev.kernel({with_dtype(plan.kernel, a.dtype), 9, sizeof push, {plan.workgroup_size}});
@@ -190,8 +194,8 @@ void layer_norm_backward(Device& dev, Recorder& rec, const LayerNormBackwardArgs
          a.accumulate_dx ? 1u : 0u,
          1,
          a.batch_row_rows};
-  const RowPlan plan =
-      plan_rows(dev, a.reduce, a.workgroup_size, a.rows, a.d, "layer_norm_backward", op);
+  const RowPlan plan = plan_rows(dev, a.reduce, a.workgroup_size, a.dtype, true, a.rows, a.d,
+                                 "layer_norm_backward", op);
   push.rows_per_group = plan.rows_per_group;
   const Kernel& k =
       dev.kernel({with_dtype(plan.kernel, a.dtype), 8, sizeof push, {plan.workgroup_size}});

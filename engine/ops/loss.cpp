@@ -4,6 +4,7 @@
 
 #include "engine/error.h"
 #include "engine/launch.h"
+#include "engine/ops/loss_choice.h"
 #include "engine/step_scalars.h"
 
 namespace vkf::ops {
@@ -47,8 +48,14 @@ void cross_entropy(Device& dev, Recorder& rec, const CrossEntropyArgs& a) {
         (a.dlogits.buffer != a.logits.buffer || a.dlogits.offset != a.logits.offset))
       throw Error(op + ": dlogits overlaps logits without being the same range");
   }
-  uint32_t wg = resolve_workgroup_size(dev, a.config.workgroup_size, "cross_entropy");
-  bool sg = resolve_subgroup(dev, a.config.subgroup, "cross_entropy");
+  // Nothing forced: the device's tuning for the shape class, else the default.
+  const bool forced =
+      a.config.workgroup_size != 0 || a.config.subgroup != RowKernelConfig::Subgroup::automatic;
+  const RowKernelConfig config =
+      forced ? a.config
+             : choose_cross_entropy(dev.info(), dev.tuning(), {a.dtype, a.rows, a.vocab}).config;
+  uint32_t wg = resolve_workgroup_size(dev, config.workgroup_size, "cross_entropy");
+  bool sg = resolve_subgroup(dev, config.subgroup, "cross_entropy");
   std::string name = grad ? "cross_entropy" : "cross_entropy_nograd";
   if (sg) name += "_sg";
   name = kernel_for_dtype(name, a.dtype);

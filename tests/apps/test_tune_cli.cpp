@@ -24,16 +24,25 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   CHECK_THAT(r.out, Catch::Contains("speed-up"));
   CHECK_THAT(r.err, Catch::Contains("wrote " + file.string()));
   const vkf::TuningFile f = vkf::read_tuning_file(file.string());
-  CHECK(!f.matmul.empty());
-  for (const vkf::TunedMatmul& t : f.matmul) {
-    CHECK(t.tried >= 1);
-    CHECK(t.seconds > 0);
-    CHECK(t.seconds <= t.default_seconds);
-  }
+  CHECK(!f.matmul.empty());  // the first family: its first class is always searched
+  auto check_entries = [](const auto& entries) {
+    for (const auto& t : entries) {
+      CHECK(t.tried >= 1);
+      CHECK(t.seconds > 0);
+      CHECK(t.seconds <= t.default_seconds);
+    }
+  };
+  check_entries(f.matmul);
+  check_entries(f.attention);
+  check_entries(f.layer_norm);
+  check_entries(f.cross_entropy);
+  // Every family the model runs: in the summary's table, or among the classes the budget left.
+  for (const char* family : {"attention ", "layer_norm ", "cross_entropy "})
+    CHECK_THAT(r.out, Catch::Contains(family));
 
   r = run_vkf(vkf::test::train_args(dir / "run", "--max-steps 1 --tune " + file.string()));
   CHECK(r.status == 0);
-  CHECK_THAT(r.err, Catch::Contains("vkf train: matmul kernels tuned (" + file.string() + ")"));
+  CHECK_THAT(r.err, Catch::Contains("vkf train: kernels tuned (" + file.string() + ")"));
 
   // The same file as another driver version wrote it: ignored, with a note, and the run goes on
   // with the tables.
@@ -44,7 +53,7 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   vkf::write_tuning_file(stale.string(), old);
   r = run_vkf(vkf::test::train_args(dir / "run2", "--max-steps 1 --tune " + stale.string()));
   CHECK(r.status == 0);
-  CHECK_THAT(r.err, Catch::Contains("matmul kernels default (the tuning file " + stale.string() +
+  CHECK_THAT(r.err, Catch::Contains("kernels default (the tuning file " + stale.string() +
                                     " is ignored: it is for driver an older driver"));
 
   // Named but missing, or malformed: an error before any work.
@@ -65,8 +74,18 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   CHECK(r.status == 0);
   r = run_shell(cache + k_vkf + " tune --export " + (dir / "out.json").string());
   CHECK(r.status == 0);
-  CHECK(vkf::read_tuning_file((dir / "out.json").string()).matmul.size() == f.matmul.size());
+  const vkf::TuningFile exported = vkf::read_tuning_file((dir / "out.json").string());
+  CHECK(exported.matmul.size() == f.matmul.size());
+  CHECK(exported.attention.size() == f.attention.size());
+  CHECK(exported.layer_norm.size() == f.layer_norm.size());
+  CHECK(exported.cross_entropy.size() == f.cross_entropy.size());
   r = run_shell(cache + k_vkf + " tune --import " + stale.string());
   CHECK(r.status != 0);
   CHECK_THAT(r.err, Catch::Contains("does not apply"));
+
+  // A storage type the tuner does not know is refused before anything runs.
+  r = run_vkf("tune --preset tiny --dtype f64 --out " + (dir / "f64.json").string());
+  CHECK(r.status != 0);
+  CHECK_THAT(r.err, Catch::Contains("--dtype"));
+  CHECK(!fs::exists(dir / "f64.json"));
 }

@@ -1,10 +1,15 @@
 // A tuned run (Device::set_tuning, what `vkf train --tune` applies) trains bit-identically to an
 // untuned run that makes the same kernel choices: the tuning changes which kernels run, never
-// what the model computes with them.
+// what the model computes with them. Every family is tuned: matmul and (on CPU devices) the
+// attention path to kernels the untuned run takes only when told to, device-wide; LayerNorm and
+// cross-entropy to their defaults, written out (there is no device-wide switch for them).
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "engine/ops/attention_choice.h"
+#include "engine/ops/layer_norm_choice.h"
+#include "engine/ops/loss_choice.h"
 #include "engine/ops/matmul_choice.h"
 #include "engine/tuning.h"
 #include "model/checkpoint.h"
@@ -74,13 +79,44 @@ VKF_TEST_CASE("a tuned run trains bit-identically to an untuned one with the sam
           }
   REQUIRE(tuning->matmul.size() == 4 * 64);
 
+  // Attention: on a CPU device the tiled path (with its default tiles) where the untuned run
+  // takes the rows path; on a GPU the tiled path is the default already. Every class the model
+  // can meet: head dim 16, lengths up to 64, masked or not, each kernel.
+  const bool flip_attention = info.is_cpu();
+  const uint32_t lens[] = {16, 64, 256, 1024, 4096};  // one in each length bucket
+  for (auto kernel : {ops::AttentionKernel::forward, ops::AttentionKernel::backward_kv,
+                      ops::AttentionKernel::backward_q})
+    for (bool causal : {false, true})
+      for (uint32_t lq : lens)
+        for (uint32_t lk : lens) {
+          ops::AttentionTiles t = ops::attention_default_tiles(info, kernel, 16, 16);
+          t.path = ops::AttentionPath::tiled;
+          tuning->attention[ops::attention_shape_class(
+              {DType::f32, kernel, 16, 16, lq, lk, causal})] = t;
+        }
+  // LayerNorm (d_model 32) and the loss: their defaults, as tuned entries.
+  for (bool backward : {false, true})
+    tuning->layer_norm[ops::layer_norm_shape_class({DType::f32, backward, 1, 32})] =
+        ops::layer_norm_default_config(info, 32);
+  const uint32_t vocab = 300;  // the small corpus's vocabulary (tests/support/small_corpus.h)
+  tuning->cross_entropy[ops::cross_entropy_shape_class({DType::f32, 1, vocab})] =
+      ops::row_kernel_default_config(info);
+
   auto tuned = test::new_device();
   tuned->set_tuning(tuning);
+  CHECK(ops::choose_attention(info, tuned->tuning(),
+                              {DType::f32, ops::AttentionKernel::forward, 16, 16, 30, 30, true})
+            .source == ops::ConfigSource::tuned);
+  CHECK(ops::choose_layer_norm(info, tuned->tuning(), {DType::f32, true, 100, 32}).source ==
+        ops::ConfigSource::tuned);
+  CHECK(ops::choose_cross_entropy(info, tuned->tuning(), {DType::f32, 100, vocab}).source ==
+        ops::ConfigSource::tuned);
   const ops::MatmulChoice asked =
       ops::choose_matmul(*tuned, ops::MatmulProblem{DType::f32, false, true, 200, 64, 32});
   CHECK(asked.source == ops::MatmulSource::tuned);
   DeviceOptions forced;
   forced.ops.matmul_texel_views = flipped;
+  if (flip_attention) forced.ops.attention_rows = false;
   auto untuned = test::new_device(forced);
   REQUIRE(untuned->tuning() == nullptr);
 

@@ -1,0 +1,21 @@
+#pragma once
+// The tuner's correctness guards for the row kernels: a candidate LayerNorm configuration runs
+// the forward and the backward, a cross-entropy one the loss with its gradient, on small inputs
+// of the problem's storage type (rows no workgroup divides, an odd row length), against the
+// double-precision references (tests/reference/layer_norm.h, loss.h). Outputs start poisoned.
+#include <string>
+
+#include "bench/tune/matmul_check.h"
+#include "engine/device.h"
+#include "engine/ops/layer_norm_choice.h"
+#include "engine/ops/loss_choice.h"
+
+namespace vkf::tune {
+
+// "" when the candidate computes right on `dev`; else what was wrong.
+std::string check_layer_norm(Device& dev, const ops::LayerNormConfig& candidate,
+                             const ops::LayerNormProblem& p, const Sabotage& sabotage = {});
+std::string check_cross_entropy(Device& dev, const ops::RowKernelConfig& candidate,
+                                const ops::CrossEntropyProblem& p, const Sabotage& sabotage = {});
+
+}  // namespace vkf::tune

@@ -1,0 +1,65 @@
+#include "engine/ops/loss_choice.h"
+
+#include "engine/tuning.h"
+
+namespace vkf::ops {
+
+std::string describe(const RowKernelConfig& c) {
+  const char* sg = c.subgroup == RowKernelConfig::Subgroup::on    ? " subgroup"
+                   : c.subgroup == RowKernelConfig::Subgroup::off ? " shared"
+                                                                  : " auto";
+  return "wg" + std::to_string(c.workgroup_size) + sg;
+}
+
+bool same_kernel(const RowKernelConfig& a, const RowKernelConfig& b) {
+  return a.workgroup_size == b.workgroup_size && a.subgroup == b.subgroup;
+}
+
+std::string cross_entropy_shape_class(const CrossEntropyProblem& p) {
+  const uint32_t v = p.vocab;
+  const char* b = v <= 1024    ? "1k"
+                  : v <= 4096  ? "4k"
+                  : v <= 16384 ? "16k"
+                  : v <= 65536 ? "64k"
+                               : "big";
+  return std::string(dtype_name(p.dtype)) + "/v" + b;
+}
+
+RowKernelConfig row_kernel_default_config(const DeviceInfo& info) {
+  // What resolve_workgroup_size and resolve_subgroup make of the defaults.
+  return {256, info.subgroup_arithmetic ? RowKernelConfig::Subgroup::on
+                                        : RowKernelConfig::Subgroup::off};
+}
+
+std::string row_kernel_config_misfit(const DeviceInfo& info, const RowKernelConfig& c) {
+  const uint32_t wg = c.workgroup_size;
+  if (wg < 32 || wg > 1024 || (wg & (wg - 1)) != 0)
+    return "workgroup size " + std::to_string(wg) + " is not a power of two in 32..1024";
+  if (wg > info.max_workgroup_invocations || wg > info.max_workgroup_size[0])
+    return "workgroup size " + std::to_string(wg) + " exceeds the device's " +
+           std::to_string(info.max_workgroup_invocations);
+  if (c.subgroup == RowKernelConfig::Subgroup::automatic) return "subgroup left automatic";
+  if (c.subgroup == RowKernelConfig::Subgroup::on && !info.subgroup_arithmetic)
+    return "the device has no subgroup arithmetic";
+  return "";
+}
+
+CrossEntropyChoice choose_cross_entropy(const DeviceInfo& info, const Tuning* tuning,
+                                        const CrossEntropyProblem& p) {
+  std::string passed_over;
+  if (tuning) {
+    const std::string cls = cross_entropy_shape_class(p);
+    if (auto it = tuning->cross_entropy.find(cls); it != tuning->cross_entropy.end()) {
+      const std::string misfit = row_kernel_config_misfit(info, it->second);
+      if (misfit.empty())
+        return {it->second, ConfigSource::tuned,
+                "tuned for " + cls + " (" + describe(it->second) + ", " + tuning->origin + ")"};
+      passed_over =
+          "; the tuned " + describe(it->second) + " for " + cls + " was passed over: " + misfit;
+    }
+  }
+  const RowKernelConfig c = row_kernel_default_config(info);
+  return {c, ConfigSource::table, "default: " + describe(c) + passed_over};
+}
+
+}  // namespace vkf::ops

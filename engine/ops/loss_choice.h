@@ -1,0 +1,45 @@
+#pragma once
+// Which cross-entropy kernel configuration (workgroup size, subgroup or shared-memory
+// reductions) runs when the caller leaves CrossEntropyArgs::config at its default, and why: the
+// device's tuning for the problem's shape class (engine/tuning.h) where it fits, else the
+// default (256 invocations, subgroup reductions where the device has subgroup arithmetic).
+#include <cstdint>
+#include <string>
+
+#include "engine/device_info.h"
+#include "engine/ops/config_source.h"
+#include "engine/ops/elementwise.h"
+#include "engine/tensor.h"
+
+namespace vkf {
+struct Tuning;
+}
+
+namespace vkf::ops {
+
+struct CrossEntropyProblem {
+  DType dtype = DType::f32;
+  uint32_t rows = 0, vocab = 0;
+};
+
+// "wg256 subgroup", "wg128 shared".
+std::string describe(const RowKernelConfig& c);
+bool same_kernel(const RowKernelConfig& a, const RowKernelConfig& b);
+// The tuning file's key: "f32/v8k", the vocabulary rounded up to a bucket (1k, 4k, 16k, 64k,
+// big). The rows do not enter it: a workgroup reduces one row.
+std::string cross_entropy_shape_class(const CrossEntropyProblem& p);
+
+// The default, both fields resolved (subgroup on or off).
+RowKernelConfig row_kernel_default_config(const DeviceInfo& info);
+// Why `info` cannot run the complete configuration `c` (subgroup on or off), or "".
+std::string row_kernel_config_misfit(const DeviceInfo& info, const RowKernelConfig& c);
+
+struct CrossEntropyChoice {
+  RowKernelConfig config;  // both fields resolved
+  ConfigSource source = ConfigSource::table;
+  std::string why;
+};
+CrossEntropyChoice choose_cross_entropy(const DeviceInfo& info, const Tuning* tuning,
+                                        const CrossEntropyProblem& p);
+
+}  // namespace vkf::ops
