@@ -6,8 +6,9 @@
 
 namespace vkf::model {
 
-DeviceParams::DeviceParams(Device& dev, const ModelConfig& config, uint64_t max_chunk_bytes)
-    : DeviceWeights(dev, config, max_chunk_bytes) {
+DeviceParams::DeviceParams(Device& dev, const ModelConfig& config, uint64_t max_chunk_bytes,
+                           Precision precision)
+    : DeviceWeights(dev, config, max_chunk_bytes, precision, /*masters=*/true) {
   for (const DeviceWeights::Chunk& w : weights_) {
     Chunk c;
     c.first = w.first;

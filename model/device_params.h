@@ -21,8 +21,10 @@ class DeviceParams : public DeviceWeights {
     Buffer grads, m, v;
   };
 
-  // max_chunk_bytes: 0 = the device's limit (tests force smaller chunks).
-  DeviceParams(Device& dev, const ModelConfig& config, uint64_t max_chunk_bytes = 0);
+  // max_chunk_bytes: 0 = the device's limit (tests force smaller chunks). In fp16 the fp32
+  // masters (weight_chunks) are what the optimizer updates; the model reads their fp16 copies.
+  DeviceParams(Device& dev, const ModelConfig& config, uint64_t max_chunk_bytes = 0,
+               Precision precision = Precision::fp32);
 
   BufferRef grad(const std::string& name) const;
   const std::vector<Chunk>& chunks() const { return chunks_; }
