@@ -43,7 +43,8 @@ BufferRef ActivationPool::host(const std::string& name, uint64_t elements) {
 }
 
 Linear linear_of(const DeviceWeights& p, const std::string& prefix, uint32_t in, uint32_t out) {
-  return {p.param(prefix + ".weight"), p.param(prefix + ".bias"), in, out};
+  return {p.param(prefix + ".weight"), p.param(prefix + ".bias"), in, out,
+          p.param_dtype(prefix + ".weight")};
 }
 
 void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
@@ -58,6 +59,7 @@ void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef
   a.k = l.in;
   a.trans_b = true;
   a.epilogue = relu ? ops::Epilogue::bias_relu : ops::Epilogue::bias;
+  a.dtype = l.dtype;
   ops::matmul(dev, rec, a);
 }
 
@@ -111,7 +113,9 @@ void embed(const Forward& f, const BufferRef& tokens, uint32_t count, uint32_t l
   ops::EmbeddingForwardArgs e;
   e.tokens = tokens;
   e.positions = positions;
+  e.dtype = f.dtype();
   e.table = f.params.param("embed.weight");
+  e.table_dtype = f.params.param_dtype("embed.weight");
   if (c.learned_positions) e.pos_table = f.params.param("pos_embed.weight");
   e.out = out;
   e.step = f.scalars;

@@ -41,6 +41,10 @@ TrainGraph::TrainGraph(Device& dev, const DeviceWeights& weights, DeviceParams* 
     throw Error("TrainGraph: empty bucket shape");
   if (options.backward && training_ == nullptr)
     throw Error("TrainGraph: a backward pass needs the training state (DeviceParams)");
+  if (options.backward && weights.precision() != Precision::fp32)
+    throw Error(
+        "TrainGraph: the backward pass runs in fp32 only so far; fp16 weights are for "
+        "scoring and translating");
   if (int(shape.src_len) > config_.max_len || int(shape.tgt_len) > config_.max_len)
     throw Error("TrainGraph: bucket length " +
                 std::to_string(std::max(shape.src_len, shape.tgt_len)) +
@@ -157,14 +161,14 @@ void TrainGraph::record_forward(Recorder& rec) {
   saved_.encoder = encoder_forward(f, encoder_, src, src_len, B, Ls);
   const BufferRef memory = saved_.encoder.memory();
 
-  BufferRef y = saved_.decoder_embed = b.write("dec.embed", uint64_t{Nt} * d);
+  BufferRef y = saved_.decoder_embed = f.act("dec.embed", uint64_t{Nt} * d);
   embed(f, tgt_in, Nt, Lt, BufferRef{}, y, dropout_id(true, 0, 15));
   for (const DecoderLayer& layer : decoder_) {
     saved_.decoder.push_back(layer.forward(f, y, memory, B, Lt, Ls, tgt_len, src_len));
     y = saved_.decoder.back().out;
   }
 
-  BufferRef logits = saved_.logits = b.write("logits", uint64_t{Nt} * V);
+  BufferRef logits = saved_.logits = f.act("logits", uint64_t{Nt} * V);
   saved_.output = output_.forward(f, y, logits, Nt);
 
   record_loss(rec, logits, tgt_out, Nt);
@@ -172,7 +176,9 @@ void TrainGraph::record_forward(Recorder& rec) {
 
 void TrainGraph::record_loss(Recorder& rec, const BufferRef& logits, const BufferRef& targets,
                              uint32_t rows) {
+  // In fp16 the logits are fp16; the softmax and the loss are fp32 arithmetic on them.
   ops::CrossEntropyArgs a;
+  a.dtype = params_.activation_dtype();
   a.logits = logits;
   a.targets = targets;
   a.step = scalars_;

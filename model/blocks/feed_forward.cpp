@@ -13,7 +13,7 @@ FeedForward::FeedForward(const ParamSource& p, const std::string& prefix) {
 FeedForward::Saved FeedForward::forward(const Forward& f, const std::string& name,
                                         const BufferRef& x, const BufferRef& s_out,
                                         uint32_t rows) const {
-  Saved s{x, f.buf(name + ".f", uint64_t{rows} * fc1.out), rows};
+  Saved s{x, f.act(name + ".f", uint64_t{rows} * fc1.out), rows};
   linear_forward(f.dev, f.rec, fc1, x, s.h, rows, true);
   linear_forward(f.dev, f.rec, fc2, s.h, s_out, rows);
   return s;

@@ -20,6 +20,7 @@ OutputProjection::Saved OutputProjection::forward(const Forward& f, const Buffer
   proj.n = vocab_;
   proj.k = d_;
   proj.trans_b = true;
+  proj.dtype = f.dtype();
   ops::matmul(f.dev, f.rec, proj);
   return {y, rows};
 }
