@@ -75,6 +75,7 @@ void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRe
   gx.n = l.in;
   gx.k = l.out;
   gx.beta = accumulate_dx ? 1.0f : 0.0f;
+  gx.dtype = l.dtype;
   ops::matmul(dev, rec, gx);
 
   ops::MatmulArgs gw;  // dW[out, in] += dy^T[out, rows] x[rows, in]
@@ -86,6 +87,7 @@ void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRe
   gw.n = l.in;
   gw.k = rows;
   gw.beta = 1.0f;
+  gw.dtype = l.dtype;
   ops::matmul(dev, rec, gw);
 
   ops::MatmulArgs gb;  // db[1, out] += ones[1, rows] dy[rows, out]
@@ -96,6 +98,7 @@ void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRe
   gb.n = l.out;
   gb.k = rows;
   gb.beta = 1.0f;
+  gb.dtype = l.dtype;
   ops::matmul(dev, rec, gb);
 }
 

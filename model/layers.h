@@ -52,7 +52,8 @@ Linear linear_of(const DeviceWeights& p, const std::string& prefix, uint32_t in,
 // y[rows, out] = x[rows, in] W^T + b (then ReLU), fused in the matmul epilogue.
 void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
                     const BufferRef& y, uint32_t rows, bool relu = false);
-// Given dy [rows, out]: dx (= or +=) dy W; dW += dy^T x; db += ones^T dy.
+// Given dy [rows, out]: dx (= or +=) dy W; dW += dy^T x; db += ones^T dy; all in l.dtype (in
+// fp16 the weight gradients are fp16 too: DeviceParams drains them into fp32).
 void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
                      const BufferRef& dy, const BufferRef& dx, bool accumulate_dx,
                      const BufferRef& dweight, const BufferRef& dbias, const BufferRef& ones,

@@ -101,7 +101,7 @@ class TrainGraph {
   };
   Backward backward_context(Recorder& rec, LayerGrads& grads);
   void embedding_backward_into(Recorder& rec, const BufferRef& tokens, uint32_t len,
-                               const BufferRef& dout, uint32_t tensor_id);
+                               const BufferRef& dout, uint32_t tensor_id, DType dout_dtype);
   void record_loss(Recorder& rec, const BufferRef& logits, const BufferRef& targets, uint32_t rows);
   // Ends a segment: the gradients of the parameters named `prefix`* are final after it ("" for
   // all of those not final yet).

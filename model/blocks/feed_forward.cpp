@@ -21,9 +21,9 @@ FeedForward::Saved FeedForward::forward(const Forward& f, const std::string& nam
 
 void FeedForward::backward(const Backward& b, const Saved& s, const BufferRef& ds_out,
                            const BufferRef& dx) const {
-  const BufferRef dh = b.d_ff.slice(0, uint64_t{s.rows} * fc1.out * 4);
+  const BufferRef dh = b.part(b.d_ff, uint64_t{s.rows} * fc1.out);
   linear_backward(b, fc2, s.h, ds_out, dh, false, s.rows);
-  ops::relu_backward(b.dev, b.rec, s.h, dh, s.rows * fc1.out);
+  ops::relu_backward(b.dev, b.rec, s.h, dh, s.rows * fc1.out, b.dtype);
   linear_backward(b, fc1, s.x, dh, dx, true, s.rows);
 }
 
