@@ -181,7 +181,9 @@ bool Run::step_loop(TrainSummary& summary) {
     const auto step_start = Clock::now();
     const bool save_due = leader() && o_.save_every_minutes > 0 &&
                           seconds_since(last_save_) >= o_.save_every_minutes * 60.0;
-    const StepOutcome out = train_step(step, save_due);
+    const float scale_used = loss_scale();
+    StepOutcome out = train_step(step, save_due);
+    out.opt.grad_norm /= scale_used;  // the norm of the gradient itself, not of the scaled one
     if (out.abandoned) {
       if (out.dropped > 0)
         say("interrupted during step " + std::to_string(step) + " after " +

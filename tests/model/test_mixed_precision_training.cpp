@@ -288,8 +288,8 @@ VKF_TEST_CASE("an fp16 overflow skips the step, halves the scale, and resume sta
 // The same run (seed, data, 200 steps) in fp32 and fp16, validated on the sample's dev split.
 // fp16 changes each step's gradients by about 1% (above) and the paths drift apart a little;
 // what must hold is that fp16 learns as well: its dev loss within 0.1 nats a token of fp32's
-// (the runs fall by well over 1 nat; run-to-run changes of the data order move the end point by
-// more than 0.1), and far below where both started.
+// (measured on lavapipe: 5.2209 against 5.2186, from 6.2966; a change of the data order moves
+// the end point by more than 0.1), and far below where both started.
 VKF_TEST_CASE("fp16 training follows fp32 training on the bundled sample",
               "[precision][f16][train][slow]") {
   if (!test::has_storage16()) return;
@@ -314,7 +314,7 @@ VKF_TEST_CASE("fp16 training follows fp32 training on the bundled sample",
   INFO("dev loss: start " << start << ", fp32 " << full << ", fp16 " << half << "; fp16 skipped "
                           << runs[1].loss_scale.skipped << " steps");
   CHECK(runs[1].precision == Precision::fp16);
-  CHECK(full < start - 1.0);
+  CHECK(full < start - 0.8);
   CHECK(std::fabs(half - full) < 0.1);
   WARN("dev loss after 200 steps: fp32 " << full << ", fp16 " << half);
 }
