@@ -53,10 +53,6 @@ TrainGraph::TrainGraph(Device& dev, const DeviceWeights& weights, DeviceParams* 
 
 TrainGraph::~TrainGraph() = default;
 
-BufferRef TrainGraph::grad(const std::string& name) const {
-  return training_->grad(name);
-}
-
 void TrainGraph::set_batch(const BatchTokens& b) {
   const uint64_t ns = uint64_t{shape_.batch} * shape_.src_len,
                  nt = uint64_t{shape_.batch} * shape_.tgt_len;

@@ -90,7 +90,6 @@ class TrainGraph {
  private:
   TrainGraph(Device& dev, const DeviceWeights& weights, DeviceParams* training,
              const BucketShape& shape, const BufferRef& step_scalars, const GraphOptions& options);
-  BufferRef grad(const std::string& name) const;
   void record(Recorder& rec);
   void record_forward(Recorder& rec);
   void record_backward(Recorder& rec);
