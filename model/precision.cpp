@@ -27,7 +27,11 @@ Precision resolve_precision(PrecisionChoice choice, const DeviceInfo& info) {
             info.name + " does not have; use --precision fp32 or auto");
       return Precision::fp16;
     case PrecisionChoice::automatic:
-      return info.storage16 && !info.is_cpu() ? Precision::fp16 : Precision::fp32;
+      // fp16 weights start at multiples of 128 bytes (model/device_weights.h): a device that
+      // binds storage buffers at coarser offsets stays in fp32 rather than refusing.
+      return info.storage16 && !info.is_cpu() && info.min_storage_offset_alignment <= 128
+                 ? Precision::fp16
+                 : Precision::fp32;
   }
   return Precision::fp32;
 }

@@ -37,6 +37,17 @@ VKF_TEST_CASE("precision words and the device's choice", "[precision]") {
   if (dev.info().is_cpu())
     CHECK(model::resolve_precision(model::PrecisionChoice::automatic, dev.info()) ==
           Precision::fp32);
+  // A GPU's choice, on a copy of this device's description.
+  DeviceInfo gpu = dev.info();
+  gpu.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  gpu.storage16 = true;
+  gpu.min_storage_offset_alignment = 64;
+  CHECK(model::resolve_precision(model::PrecisionChoice::automatic, gpu) == Precision::fp16);
+  gpu.min_storage_offset_alignment = 256;  // fp16 weights could not be bound: auto stays fp32
+  CHECK(model::resolve_precision(model::PrecisionChoice::automatic, gpu) == Precision::fp32);
+  gpu.storage16 = false;
+  gpu.min_storage_offset_alignment = 64;
+  CHECK(model::resolve_precision(model::PrecisionChoice::automatic, gpu) == Precision::fp32);
   test::BareDevice bare;
   CHECK(model::resolve_precision(model::PrecisionChoice::automatic, bare.get().info()) ==
         Precision::fp32);
