@@ -11,7 +11,9 @@
 //
 // Counters: tokens_per_second (source + target tokens, no padding), torch_tokens_per_second and
 // ratio_vs_torch (ours / PyTorch's), activation_MiB (the graph's buffers), state_MiB (parameters,
-// gradients and Adam moments).
+// gradients and Adam moments), device_bytes_per_token ((activations + state) / batch tokens a
+// side). Each preset runs in fp32 and in mixed precision (the _fp16 runs: fp16 weight copies,
+// activations and gradients, fp32 masters and Adam; issue 15), on devices with 16-bit storage.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -52,8 +54,14 @@ double torch_tokens_per_second(const std::string& preset, int batch, int len, in
   return j.contains("tokens_per_second") ? j["tokens_per_second"].get<double>() : 0.0;
 }
 
-void train_step(benchmark::State& state, const std::string& preset) {
+void train_step(benchmark::State& state, const std::string& preset,
+                vkf::model::Precision precision) {
   vkf::Device& dev = device();
+  const bool half = precision == vkf::model::Precision::fp16;
+  if (half && !dev.info().storage16) {
+    state.SkipWithError("no 16-bit storage buffers on this device");
+    return;
+  }
   const bool cpu = dev.info().is_cpu();
   // The batch and vocabulary are bench/suite/shapes.h's, shared with `vkf bench`.
   const int tokens = env_int("VKF_BENCH_TOKENS", int(vkf::bench::train_tokens(preset, cpu)));
@@ -64,7 +72,7 @@ void train_step(benchmark::State& state, const std::string& preset) {
   c.vocab_size = vocab;
   std::unique_ptr<vkf::model::DeviceParams> owned;
   try {
-    owned = std::make_unique<vkf::model::DeviceParams>(dev, c);
+    owned = std::make_unique<vkf::model::DeviceParams>(dev, c, 0, precision);
   } catch (const vkf::Error& e) {  // e.g. base's 46M parameters beyond lavapipe's 128 MiB buffers
     state.SkipWithError(e.what());
     return;
@@ -95,11 +103,13 @@ void train_step(benchmark::State& state, const std::string& preset) {
   graph.set_batch(b);
 
   uint32_t step = 1;
+  // Mixed precision scales the loss gradient as the trainer's initial loss scale does.
+  const float loss_scale = half ? 128.0f : 1.0f;
   auto one_step = [&] {
     sc->step = step++;
-    sc->grad_scale = 1.0f;
+    sc->grad_scale = loss_scale;
     auto r = graph.run();
-    sc->grad_scale = 1.0f / float(r.tokens);
+    sc->grad_scale = 1.0f / (float(r.tokens) * loss_scale);
     optimizer.step();
   };
   one_step();  // warm-up: pipelines compiled, memory touched
@@ -112,8 +122,11 @@ void train_step(benchmark::State& state, const std::string& preset) {
       benchmark::Counter(step_tokens * double(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["batch_tokens"] = step_tokens / 2;
   state.counters["activation_MiB"] = double(pool->bytes()) / (1 << 20);
-  state.counters["state_MiB"] = 4.0 * double(params.layout().total_floats()) * 4 / (1 << 20);
+  state.counters["state_MiB"] = double(params.state_bytes()) / (1 << 20);
+  state.counters["device_bytes_per_token"] =
+      double(params.state_bytes() + pool->bytes()) / (step_tokens / 2);
   state.counters["parameters_M"] = double(params.layout().parameter_count()) / 1e6;
+  if (half) return;  // PyTorch's side once per preset, beside the fp32 run
   if (double torch = torch_tokens_per_second(preset, batch, len, vocab, !cpu, false); torch > 0) {
     state.counters["torch_tokens_per_second"] = torch;
     // Our rate over the timed iterations, recomputed here: Counter rates are finalised later.
@@ -131,15 +144,28 @@ void train_step(benchmark::State& state, const std::string& preset) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(train_step, tiny, std::string("tiny"))
+using vkf::model::Precision;
+BENCHMARK_CAPTURE(train_step, tiny, std::string("tiny"), Precision::fp32)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(2.0);
-BENCHMARK_CAPTURE(train_step, small, std::string("small"))
+BENCHMARK_CAPTURE(train_step, tiny_fp16, std::string("tiny"), Precision::fp16)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(2.0);
-BENCHMARK_CAPTURE(train_step, base, std::string("base"))
+BENCHMARK_CAPTURE(train_step, small, std::string("small"), Precision::fp32)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2.0);
+BENCHMARK_CAPTURE(train_step, small_fp16, std::string("small"), Precision::fp16)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2.0);
+BENCHMARK_CAPTURE(train_step, base, std::string("base"), Precision::fp32)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(2);
+BENCHMARK_CAPTURE(train_step, base_fp16, std::string("base"), Precision::fp16)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(2);

@@ -1,13 +1,17 @@
 #include "model/device_params.h"
 
+#include <algorithm>
+
 #include "engine/error.h"
 #include "engine/ops/adam.h"
+#include "engine/ops/elementwise.h"
 #include "engine/recorder.h"
 
 namespace vkf::model {
 
-DeviceParams::DeviceParams(Device& dev, const ModelConfig& config, uint64_t max_chunk_bytes)
-    : DeviceWeights(dev, config, max_chunk_bytes) {
+DeviceParams::DeviceParams(Device& dev, const ModelConfig& config, uint64_t max_chunk_bytes,
+                           Precision precision)
+    : DeviceWeights(dev, config, max_chunk_bytes, precision, /*masters=*/true) {
   for (const DeviceWeights::Chunk& w : weights_) {
     Chunk c;
     c.first = w.first;
@@ -17,12 +21,43 @@ DeviceParams::DeviceParams(Device& dev, const ModelConfig& config, uint64_t max_
     c.grads = dev.allocate(bytes, "gradients");
     c.m = dev.allocate(bytes, "Adam first moments");
     c.v = dev.allocate(bytes, "Adam second moments");
+    if (precision == Precision::fp16)
+      c.half_grads = dev.allocate(half_chunks()[chunks_.size()].params.size(), "fp16 gradients");
     chunks_.push_back(std::move(c));
   }
   zero_state();
 }
 
 BufferRef DeviceParams::grad(const std::string& name) const {
+  if (param_dtype(name) == DType::f16) {
+    const ParamInfo& p = layout_.at(name);
+    const Chunk& c = chunks_[chunk_of(p.offset)];
+    return c.half_grads.ref().slice((p.offset - c.first) * 2, static_cast<uint64_t>(p.numel()) * 2);
+  }
+  return master_grad(name);
+}
+
+uint64_t DeviceParams::state_bytes() const {
+  uint64_t n = bytes();
+  for (const Chunk& c : chunks_)
+    n +=
+        c.grads.size() + c.m.size() + c.v.size() + (c.half_grads.valid() ? c.half_grads.size() : 0);
+  return n;
+}
+
+void DeviceParams::drain_half_grads(Recorder& rec, uint64_t first, uint64_t end) const {
+  for (const Chunk& c : chunks_) {
+    if (!c.half_grads.valid()) continue;
+    const uint64_t lo = std::max(first, c.first), hi = std::min(end, c.first + c.floats);
+    if (lo >= hi) continue;
+    ops::drain_f16_into_f32(dev_, rec,
+                            {.x = c.half_grads.ref().slice((lo - c.first) * 2, (hi - lo) * 2),
+                             .y = c.grads.ref().slice((lo - c.first) * 4, (hi - lo) * 4),
+                             .n = static_cast<uint32_t>(hi - lo)});
+  }
+}
+
+BufferRef DeviceParams::master_grad(const std::string& name) const {
   const ParamInfo& p = layout_.at(name);
   const Chunk& c = chunks_[chunk_of(p.offset)];
   return c.grads.ref().slice((p.offset - c.first) * 4, static_cast<uint64_t>(p.numel()) * 4);
@@ -61,7 +96,10 @@ std::vector<float> DeviceParams::download_v() const {
 
 void DeviceParams::zero_grads() {
   Recorder rec(dev_);
-  for (const Chunk& c : chunks_) rec.fill(c.grads, 0);
+  for (const Chunk& c : chunks_) {
+    rec.fill(c.grads, 0);
+    if (c.half_grads.valid()) rec.fill(c.half_grads, 0);
+  }
   rec.finish().run();
 }
 
@@ -82,6 +120,7 @@ void DeviceParams::zero_state() {
   Recorder rec(dev_);
   for (const Chunk& c : chunks_) {
     rec.fill(c.grads, 0);
+    if (c.half_grads.valid()) rec.fill(c.half_grads, 0);
     rec.fill(c.m, 0);
     rec.fill(c.v, 0);
   }

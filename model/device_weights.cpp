@@ -1,9 +1,11 @@
 #include "model/device_weights.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "engine/error.h"
+#include "engine/ops/elementwise.h"
 #include "engine/recorder.h"
 
 namespace vkf::model {
@@ -18,10 +20,37 @@ uint64_t device_chunk_limit(const DeviceInfo& info) {
   return limit;
 }
 
+// The largest finite fp16 value: a weight above it would be stored as Inf.
+constexpr float k_f16_max = 65504.0f;
+
+// A buffer of `halves` fp16 values, rounded up to whole 4-byte words.
+uint64_t half_bytes(uint64_t halves) {
+  return (std::max<uint64_t>(halves, 2) * 2 + 3) / 4 * 4;
+}
+
 }  // namespace
 
-DeviceWeights::DeviceWeights(Device& dev, const ModelConfig& config, uint64_t max_chunk_bytes)
-    : dev_(dev), config_(config), layout_(config) {
+bool DeviceWeights::half_in_fp16(const std::string& name) {
+  return name.find("norm.") == std::string::npos && name != "pos_embed.weight";
+}
+
+DeviceWeights::DeviceWeights(Device& dev, const ModelConfig& config, uint64_t max_chunk_bytes,
+                             Precision precision)
+    : DeviceWeights(dev, config, max_chunk_bytes, precision, /*masters=*/false) {}
+
+DeviceWeights::DeviceWeights(Device& dev, const ModelConfig& config, uint64_t max_chunk_bytes,
+                             Precision precision, bool masters)
+    : dev_(dev), config_(config), layout_(config), precision_(precision) {
+  const bool half = precision == Precision::fp16;
+  if (half) {
+    if (!dev.info().storage16)
+      throw Error("fp16 weights need 16-bit storage buffers, which " + dev.label() +
+                  " does not have; use fp32");
+    if (dev.info().min_storage_offset_alignment > 128)
+      throw Error("fp16 weights start at multiples of 128 bytes, but " + dev.label() +
+                  " binds storage buffers at multiples of " +
+                  std::to_string(dev.info().min_storage_offset_alignment) + " only; use fp32");
+  }
   const uint64_t limit_floats =
       (max_chunk_bytes ? max_chunk_bytes : device_chunk_limit(dev.info())) / 4;
   // Cut the flat range at tensor starts so that no chunk exceeds the limit.
@@ -45,28 +74,54 @@ DeviceWeights::DeviceWeights(Device& dev, const ModelConfig& config, uint64_t ma
     Chunk c;
     c.first = begin;
     c.floats = end - begin;
-    c.params = dev.allocate(std::max<uint64_t>(c.floats, 1) * 4, "parameters");
-    weights_.push_back(std::move(c));
+    if (!half || masters) {
+      c.params = dev.allocate(std::max<uint64_t>(c.floats, 1) * 4, "parameters");
+      weights_.push_back(std::move(c));
+    }
+    if (half) {
+      Chunk h;
+      h.first = begin;
+      h.floats = end - begin;
+      h.params = dev.allocate(half_bytes(h.floats), "fp16 parameters");
+      halves_.push_back(std::move(h));
+    }
   }
+  if (half && !masters)
+    for (const ParamInfo& p : ps)
+      if (!half_in_fp16(p.name))
+        kept_.emplace(p.name, dev.allocate(uint64_t(p.numel()) * 4, p.name));
 }
 
 DeviceWeights::~DeviceWeights() = default;
 
 size_t DeviceWeights::chunk_of(uint64_t offset) const {
-  auto it = std::upper_bound(weights_.begin(), weights_.end(), offset,
+  const std::vector<Chunk>& chunks = weights_.empty() ? halves_ : weights_;
+  auto it = std::upper_bound(chunks.begin(), chunks.end(), offset,
                              [](uint64_t off, const Chunk& c) { return off < c.first; });
-  return size_t(it - weights_.begin()) - 1;
+  return size_t(it - chunks.begin()) - 1;
+}
+
+DType DeviceWeights::param_dtype(const std::string& name) const {
+  return precision_ == Precision::fp16 && half_in_fp16(name) ? DType::f16 : DType::f32;
 }
 
 BufferRef DeviceWeights::param(const std::string& name) const {
   const ParamInfo& p = layout_.at(name);
+  const uint64_t n = static_cast<uint64_t>(p.numel());
+  if (param_dtype(name) == DType::f16) {
+    const Chunk& c = halves_[chunk_of(p.offset)];
+    return c.params.ref().slice((p.offset - c.first) * 2, n * 2);
+  }
+  if (weights_.empty()) return kept_.at(name).ref();
   const Chunk& c = weights_[chunk_of(p.offset)];
-  return c.params.ref().slice((p.offset - c.first) * 4, static_cast<uint64_t>(p.numel()) * 4);
+  return c.params.ref().slice((p.offset - c.first) * 4, n * 4);
 }
 
 uint64_t DeviceWeights::bytes() const {
   uint64_t n = 0;
   for (const Chunk& c : weights_) n += c.params.size();
+  for (const Chunk& c : halves_) n += c.params.size();
+  for (const auto& [name, b] : kept_) n += b.size();
   return n;
 }
 
@@ -76,13 +131,54 @@ void DeviceWeights::check_flat(const std::vector<float>& flat, const char* what)
                 " floats for a layout of " + std::to_string(layout_.total_floats()));
 }
 
+void DeviceWeights::refresh_halves(Recorder& rec) const {
+  if (weights_.empty()) return;
+  for (size_t i = 0; i < halves_.size(); ++i)
+    ops::cast_f32_to_f16(dev_, rec,
+                         {.x = weights_[i].params.ref(),
+                          .y = halves_[i].params.ref(),
+                          .n = static_cast<uint32_t>(halves_[i].floats)});
+}
+
 void DeviceWeights::upload(const std::vector<float>& flat) {
   check_flat(flat, "parameter");
   for (const Chunk& c : weights_)
     dev_.upload(c.params.ref().slice(0, c.floats * 4), flat.data() + c.first, c.floats * 4);
+  if (halves_.empty()) return;
+  if (!weights_.empty()) {
+    Recorder rec(dev_);
+    refresh_halves(rec);
+    rec.finish().run();
+    return;
+  }
+  // Inference: each chunk goes up in fp32 to a temporary and is cast on the device, rounding as
+  // the training step's casts do; one chunk at a time, so the temporary is one chunk.
+  for (const Chunk& c : halves_) {
+    Buffer f32 = dev_.allocate(std::max<uint64_t>(c.floats, 1) * 4, "fp32 staging of weights");
+    dev_.upload(f32.ref().slice(0, c.floats * 4), flat.data() + c.first, c.floats * 4);
+    Recorder rec(dev_);
+    ops::cast_f32_to_f16(
+        dev_, rec, {.x = f32.ref(), .y = c.params.ref(), .n = static_cast<uint32_t>(c.floats)});
+    rec.finish().run();
+  }
+  for (auto& [name, b] : kept_) {
+    const ParamInfo& p = layout_.at(name);
+    dev_.upload(b.ref(), flat.data() + p.offset, uint64_t(p.numel()) * 4);
+  }
 }
 
 void DeviceWeights::upload_checked(const std::vector<float>& flat, const std::string& source) {
+  check_flat(flat, "parameter");
+  if (precision_ == Precision::fp16)
+    for (const ParamInfo& p : layout_.params()) {
+      if (!half_in_fp16(p.name)) continue;
+      for (int64_t i = 0; i < p.numel(); ++i) {
+        const float w = flat[p.offset + uint64_t(i)];
+        if (std::isfinite(w) && std::fabs(w) > k_f16_max)
+          throw Error(source + ": weight " + p.name + "[" + std::to_string(i) + "] = " +
+                      std::to_string(w) + " is beyond fp16's range (65504); use --precision fp32");
+      }
+    }
   upload(flat);
   if (!all_finite())
     throw Error(source +
@@ -90,11 +186,31 @@ void DeviceWeights::upload_checked(const std::vector<float>& flat, const std::st
                 "whose outputs would be garbage; use an earlier checkpoint");
 }
 
+template <typename F>
+void DeviceWeights::each_half_as_f32(F&& use) const {
+  for (const Chunk& c : halves_) {
+    Buffer f32 = dev_.allocate(std::max<uint64_t>(c.floats, 1) * 4, "fp32 view of fp16 weights");
+    Recorder rec(dev_);
+    ops::cast_f16_to_f32(
+        dev_, rec, {.x = c.params.ref(), .y = f32.ref(), .n = static_cast<uint32_t>(c.floats)});
+    rec.finish().run();
+    use(c, f32);
+  }
+}
+
 bool DeviceWeights::all_finite() const {
   std::vector<ops::GradSpan> spans;
   for (const Chunk& c : weights_)
     spans.push_back({c.params.ref(), static_cast<uint32_t>(c.floats)});
-  return spans_finite(std::move(spans));
+  for (const auto& [name, b] : kept_)
+    spans.push_back({b.ref(), static_cast<uint32_t>(layout_.at(name).numel())});
+  bool finite = spans.empty() || spans_finite(std::move(spans));
+  // Without masters the fp16 copies are all there is: check them as the device reads them.
+  if (weights_.empty())
+    each_half_as_f32([&](const Chunk& c, const Buffer& f32) {
+      finite = finite && spans_finite({{f32.ref(), static_cast<uint32_t>(c.floats)}});
+    });
+  return finite;
 }
 
 bool DeviceWeights::spans_finite(std::vector<ops::GradSpan> spans) const {
@@ -118,6 +234,14 @@ std::vector<float> DeviceWeights::download() const {
   std::vector<float> flat(layout_.total_floats());
   for (const Chunk& c : weights_)
     dev_.download(c.params.ref().slice(0, c.floats * 4), flat.data() + c.first, c.floats * 4);
+  if (!weights_.empty()) return flat;
+  each_half_as_f32([&](const Chunk& c, const Buffer& f32) {
+    dev_.download(f32.ref().slice(0, c.floats * 4), flat.data() + c.first, c.floats * 4);
+  });
+  for (const auto& [name, b] : kept_) {
+    const ParamInfo& p = layout_.at(name);
+    dev_.download(b.ref(), flat.data() + p.offset, uint64_t(p.numel()) * 4);
+  }
   return flat;
 }
 

@@ -43,7 +43,8 @@ BufferRef ActivationPool::host(const std::string& name, uint64_t elements) {
 }
 
 Linear linear_of(const DeviceWeights& p, const std::string& prefix, uint32_t in, uint32_t out) {
-  return {p.param(prefix + ".weight"), p.param(prefix + ".bias"), in, out};
+  return {p.param(prefix + ".weight"), p.param(prefix + ".bias"), in, out,
+          p.param_dtype(prefix + ".weight")};
 }
 
 void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
@@ -58,6 +59,7 @@ void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef
   a.k = l.in;
   a.trans_b = true;
   a.epilogue = relu ? ops::Epilogue::bias_relu : ops::Epilogue::bias;
+  a.dtype = l.dtype;
   ops::matmul(dev, rec, a);
 }
 
@@ -73,6 +75,7 @@ void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRe
   gx.n = l.in;
   gx.k = l.out;
   gx.beta = accumulate_dx ? 1.0f : 0.0f;
+  gx.dtype = l.dtype;
   ops::matmul(dev, rec, gx);
 
   ops::MatmulArgs gw;  // dW[out, in] += dy^T[out, rows] x[rows, in]
@@ -84,6 +87,7 @@ void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRe
   gw.n = l.in;
   gw.k = rows;
   gw.beta = 1.0f;
+  gw.dtype = l.dtype;
   ops::matmul(dev, rec, gw);
 
   ops::MatmulArgs gb;  // db[1, out] += ones[1, rows] dy[rows, out]
@@ -94,6 +98,7 @@ void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRe
   gb.n = l.out;
   gb.k = rows;
   gb.beta = 1.0f;
+  gb.dtype = l.dtype;
   ops::matmul(dev, rec, gb);
 }
 
@@ -111,7 +116,9 @@ void embed(const Forward& f, const BufferRef& tokens, uint32_t count, uint32_t l
   ops::EmbeddingForwardArgs e;
   e.tokens = tokens;
   e.positions = positions;
+  e.dtype = f.dtype();
   e.table = f.params.param("embed.weight");
+  e.table_dtype = f.params.param_dtype("embed.weight");
   if (c.learned_positions) e.pos_table = f.params.param("pos_embed.weight");
   e.out = out;
   e.step = f.scalars;

@@ -44,6 +44,7 @@ class ActivationPool {
 struct Linear {
   BufferRef weight, bias;  // weight [out, in] (PyTorch layout), bias [out]
   uint32_t in = 0, out = 0;
+  DType dtype = DType::f32;  // of weight, bias and the activations they multiply (fp16 models)
   BufferRef dweight, dbias;  // their gradients when training (ParamSource::linear)
 };
 Linear linear_of(const DeviceWeights& p, const std::string& prefix, uint32_t in, uint32_t out);
@@ -51,7 +52,8 @@ Linear linear_of(const DeviceWeights& p, const std::string& prefix, uint32_t in,
 // y[rows, out] = x[rows, in] W^T + b (then ReLU), fused in the matmul epilogue.
 void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
                     const BufferRef& y, uint32_t rows, bool relu = false);
-// Given dy [rows, out]: dx (= or +=) dy W; dW += dy^T x; db += ones^T dy.
+// Given dy [rows, out]: dx (= or +=) dy W; dW += dy^T x; db += ones^T dy; all in l.dtype (in
+// fp16 the weight gradients are fp16 too: DeviceParams drains them into fp32).
 void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
                      const BufferRef& dy, const BufferRef& dx, bool accumulate_dx,
                      const BufferRef& dweight, const BufferRef& dbias, const BufferRef& ones,
@@ -79,6 +81,12 @@ struct Forward {
   float dropout = 0.0f;
   float attention_dropout = 0.0f;
   const ModelConfig& config() const { return params.config(); }
+  // The storage type of the activations: f16 over fp16 weights (fp32 arithmetic in every kernel).
+  DType dtype() const { return params.activation_dtype(); }
+  // An activation of `elements` values of dtype() (the pool counts 4-byte words).
+  BufferRef act(const std::string& name, uint64_t elements) const {
+    return buf(name, dtype() == DType::f16 ? (elements + 1) / 2 : elements);
+  }
 };
 
 // out[count, d] = embed.weight[token] * sqrt(d) + PE[pos]; pos = t % len, or positions[t] when

@@ -31,6 +31,9 @@ Optimizer::Optimizer(Device& dev, DeviceParams& params, const BufferRef& step_sc
     ops::adam(dev, rec, adam);
   }
   for (const auto& c : params.chunks()) rec.fill(c.grads, 0);
+  // fp16: the model reads fp16 copies of the masters Adam just updated (unchanged when the step
+  // was skipped for a non-finite gradient).
+  params.refresh_halves(rec);
   seq_ = std::make_unique<Sequence>(rec.finish());
 }
 

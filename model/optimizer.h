@@ -1,7 +1,7 @@
 #pragma once
 // The optimizer step, recorded once: global gradient norm (for clipping and the non-finite
 // check), Adam with the paper's schedule computed on the device, then the gradients are zeroed
-// for the next accumulation.
+// for the next accumulation and, in fp16, the masters cast to the fp16 copies the model reads.
 #include <memory>
 
 #include "engine/device.h"

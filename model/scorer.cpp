@@ -110,7 +110,8 @@ std::vector<ScoredPair> PairScorer::run(Pending& p) {
 
 std::vector<ScoredPair> score_corpus(Device& dev, const LoadedModel& model,
                                      const CorpusFiles& files, const ScoreOptions& options) {
-  DeviceWeights weights(dev, model.checkpoint.config);
+  DeviceWeights weights(dev, model.checkpoint.config, 0,
+                        resolve_precision(options.precision, dev.info()));
   weights.upload_checked(model.checkpoint.params, model.path);
   PairScorer scorer(dev, weights, model.tokenizer, options);
   return scorer.score(files);

@@ -21,6 +21,8 @@ namespace vkf::model {
 struct ScoreOptions {
   int64_t max_tokens = 4096;                           // per side per batch, padding included
   uint64_t max_line_bytes = k_default_max_line_bytes;  // longer lines are not scored
+  // score_corpus's weights: fp32 by default, as scores are compared with other implementations.
+  PrecisionChoice precision = PrecisionChoice::fp32;
 };
 
 struct ScoredPair {

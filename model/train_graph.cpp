@@ -53,10 +53,6 @@ TrainGraph::TrainGraph(Device& dev, const DeviceWeights& weights, DeviceParams* 
 
 TrainGraph::~TrainGraph() = default;
 
-BufferRef TrainGraph::grad(const std::string& name) const {
-  return training_->grad(name);
-}
-
 void TrainGraph::set_batch(const BatchTokens& b) {
   const uint64_t ns = uint64_t{shape_.batch} * shape_.src_len,
                  nt = uint64_t{shape_.batch} * shape_.tgt_len;
@@ -89,7 +85,7 @@ std::vector<KernelTiming> TrainGraph::timings() const {
 }
 
 void TrainGraph::end_segment(Recorder& rec, const std::string& prefix) {
-  Segment seg{rec.cut(), {}};
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
   const auto& params = params_.layout().params();
   for (size_t i = 0; i < params.size(); ++i) {
     if (final_[i] || params[i].name.compare(0, prefix.size(), prefix) != 0) continue;
@@ -98,12 +94,16 @@ void TrainGraph::end_segment(Recorder& rec, const std::string& prefix) {
     const uint64_t first = params[i].offset, end = i + 1 < params.size()
                                                        ? params[i + 1].offset
                                                        : params_.layout().total_floats();
-    if (!seg.final_ranges.empty() && seg.final_ranges.back().second == first)
-      seg.final_ranges.back().second = end;
+    if (!ranges.empty() && ranges.back().second == first)
+      ranges.back().second = end;
     else
-      seg.final_ranges.emplace_back(first, end);
+      ranges.emplace_back(first, end);
   }
-  segments_.push_back(std::move(seg));
+  // In fp16 the segment ends by moving its final fp16 gradients into the fp32 ones, which the
+  // exchange and the optimizer read (and which accumulate across micro-batches in fp32).
+  if (training_ && options_.backward)
+    for (auto [first, end] : ranges) training_->drain_half_grads(rec, first, end);
+  segments_.push_back(Segment{rec.cut(), std::move(ranges)});
 }
 
 StepResult TrainGraph::collect() {
@@ -157,14 +157,14 @@ void TrainGraph::record_forward(Recorder& rec) {
   saved_.encoder = encoder_forward(f, encoder_, src, src_len, B, Ls);
   const BufferRef memory = saved_.encoder.memory();
 
-  BufferRef y = saved_.decoder_embed = b.write("dec.embed", uint64_t{Nt} * d);
+  BufferRef y = saved_.decoder_embed = f.act("dec.embed", uint64_t{Nt} * d);
   embed(f, tgt_in, Nt, Lt, BufferRef{}, y, dropout_id(true, 0, 15));
   for (const DecoderLayer& layer : decoder_) {
     saved_.decoder.push_back(layer.forward(f, y, memory, B, Lt, Ls, tgt_len, src_len));
     y = saved_.decoder.back().out;
   }
 
-  BufferRef logits = saved_.logits = b.write("logits", uint64_t{Nt} * V);
+  BufferRef logits = saved_.logits = f.act("logits", uint64_t{Nt} * V);
   saved_.output = output_.forward(f, y, logits, Nt);
 
   record_loss(rec, logits, tgt_out, Nt);
@@ -172,7 +172,9 @@ void TrainGraph::record_forward(Recorder& rec) {
 
 void TrainGraph::record_loss(Recorder& rec, const BufferRef& logits, const BufferRef& targets,
                              uint32_t rows) {
+  // In fp16 the logits are fp16; the softmax and the loss are fp32 arithmetic on them.
   ops::CrossEntropyArgs a;
+  a.dtype = params_.activation_dtype();
   a.logits = logits;
   a.targets = targets;
   a.step = scalars_;
@@ -200,18 +202,27 @@ Backward TrainGraph::backward_context(Recorder& rec, LayerGrads& grads) {
                  Nmax = B * std::max(shape_.src_len, shape_.tgt_len);
   ActivationPool& b = *pool_;
   Backward ctx{dev_, rec, scalars_};
-  ctx.ones = b.write("ones", Nmax);
-  ops::fill(dev_, rec, ctx.ones, Nmax, 1.0f);
+  ctx.dtype = params_.activation_dtype();
+  const bool half = ctx.dtype == DType::f16;
+  // Activation gradients of `elements` values of ctx.dtype, in the pool's 4-byte words.
+  auto grad_buffer = [&](const std::string& name, uint64_t elements) {
+    return b.write(name, half ? (elements + 1) / 2 : elements);
+  };
+  ctx.ones = grad_buffer("ones", Nmax);
+  if (half)
+    rec.fill(ctx.ones, 0x3C003C00u);  // two fp16 ones a word
+  else
+    ops::fill(dev_, rec, ctx.ones, Nmax, 1.0f);
   const uint64_t wide = uint64_t{Nmax} * std::max({d, H * dk, H * dv});
-  grads.out = b.write("grad.out", wide);
-  grads.a = b.write("grad.a", wide);
-  grads.b = b.write("grad.b", wide);
-  ctx.d_ff = b.write("grad.ff", uint64_t{Nmax} * uint32_t(c.d_ff));
-  ctx.d_q = b.write("grad.q", uint64_t{Nmax} * H * dk);
-  ctx.d_k = b.write("grad.k", uint64_t{Nmax} * H * dk);
-  ctx.d_v = b.write("grad.v", uint64_t{Nmax} * H * dv);
-  ctx.d_o = b.write("grad.o", uint64_t{Nmax} * H * dv);
-  grads.memory = b.write("grad.memory", uint64_t{B} * shape_.src_len * d);
+  grads.out = grad_buffer("grad.out", wide);
+  grads.a = grad_buffer("grad.a", wide);
+  grads.b = grad_buffer("grad.b", wide);
+  ctx.d_ff = grad_buffer("grad.ff", uint64_t{Nmax} * uint32_t(c.d_ff));
+  ctx.d_q = grad_buffer("grad.q", uint64_t{Nmax} * H * dk);
+  ctx.d_k = grad_buffer("grad.k", uint64_t{Nmax} * H * dk);
+  ctx.d_v = grad_buffer("grad.v", uint64_t{Nmax} * H * dv);
+  ctx.d_o = grad_buffer("grad.o", uint64_t{Nmax} * H * dv);
+  grads.memory = grad_buffer("grad.memory", uint64_t{B} * shape_.src_len * d);
   ctx.delta = b.write("grad.delta", uint64_t{B} * H * std::max(shape_.src_len, shape_.tgt_len));
   ctx.ln_scratch =
       b.write("grad.ln_scratch", ops::layer_norm_backward_scratch_bytes(Nmax, d) / 4 + 1);
@@ -226,9 +237,7 @@ void TrainGraph::record_backward(Recorder& rec) {
                  d = uint32_t(config_.d_model);
   LayerGrads g;
   const Backward ctx = backward_context(rec, g);
-  auto rows_d = [&](const BufferRef& r, uint32_t rows) {
-    return r.slice(0, uint64_t{rows} * d * 4);
-  };
+  auto rows_d = [&](const BufferRef& r, uint32_t rows) { return ctx.part(r, uint64_t{rows} * d); };
 
   BufferRef gy = rows_d(g.out, Nt), ga = rows_d(g.a, Nt), gb = rows_d(g.b, Nt);
   output_.backward(ctx, saved_.output, saved_.logits, gy);
@@ -238,30 +247,35 @@ void TrainGraph::record_backward(Recorder& rec) {
     std::swap(gy, ga);  // gy: the gradient of the layer's input, the output of the one below
     end_segment(rec, "decoder.layers." + std::to_string(l) + ".");
   }
-  embedding_backward_into(rec, io_.tgt_in, shape_.tgt_len, gy, dropout_id(true, 0, 15));
+  embedding_backward_into(rec, io_.tgt_in, shape_.tgt_len, gy, dropout_id(true, 0, 15), ctx.dtype);
 
   const BufferRef gx = rows_d(g.out, Ns);
   ops::CopyArgs cp;
   cp.src = g.memory;
   cp.dst = gx;
-  cp.cols = Ns * d;
+  // copy moves 32-bit words: fp16 values two a word (the buffers hold whole words).
+  cp.cols = ctx.dtype == DType::f16 ? (Ns * d + 1) / 2 : Ns * d;
   ops::copy(dev_, rec, cp);
   for (size_t l = encoder_.size(); l-- > 0;) {
     encoder_[l].backward(ctx, saved_.encoder.layers[l], gx, rows_d(g.a, Ns), rows_d(g.b, Ns));
     end_segment(rec, "encoder.layers." + std::to_string(l) + ".");
   }
-  embedding_backward_into(rec, io_.src, shape_.src_len, gx, dropout_id(false, 0, 15));
+  embedding_backward_into(rec, io_.src, shape_.src_len, gx, dropout_id(false, 0, 15), ctx.dtype);
 }
 
 void TrainGraph::embedding_backward_into(Recorder& rec, const BufferRef& tokens, uint32_t len,
-                                         const BufferRef& dout, uint32_t tensor_id) {
+                                         const BufferRef& dout, uint32_t tensor_id,
+                                         DType dout_dtype) {
   const ModelConfig& c = config_;
   const uint32_t count = shape_.batch * len;
   ops::EmbeddingBackwardArgs e;
   e.tokens = tokens;
   e.dout = dout;
-  e.dtable = grad("embed.weight");
-  if (c.learned_positions) e.dpos_table = grad("pos_embed.weight");
+  e.dout_dtype = dout_dtype;
+  // The fp32 gradients: the lookup's backward adds in fp32 (in fp16, the output projection's
+  // share of the embedding's gradient arrives through the fp16 one, drained into it).
+  e.dtable = training_->master_grad("embed.weight");
+  if (c.learned_positions) e.dpos_table = training_->master_grad("pos_embed.weight");
   e.scratch = pool_->write(
       "grad.embed_scratch." + std::to_string(len),
       ops::embedding_backward_scratch_bytes(uint32_t(c.vocab_size), uint32_t(c.max_len), count) /

@@ -90,7 +90,6 @@ class TrainGraph {
  private:
   TrainGraph(Device& dev, const DeviceWeights& weights, DeviceParams* training,
              const BucketShape& shape, const BufferRef& step_scalars, const GraphOptions& options);
-  BufferRef grad(const std::string& name) const;
   void record(Recorder& rec);
   void record_forward(Recorder& rec);
   void record_backward(Recorder& rec);
@@ -101,7 +100,7 @@ class TrainGraph {
   };
   Backward backward_context(Recorder& rec, LayerGrads& grads);
   void embedding_backward_into(Recorder& rec, const BufferRef& tokens, uint32_t len,
-                               const BufferRef& dout, uint32_t tensor_id);
+                               const BufferRef& dout, uint32_t tensor_id, DType dout_dtype);
   void record_loss(Recorder& rec, const BufferRef& logits, const BufferRef& targets, uint32_t rows);
   // Ends a segment: the gradients of the parameters named `prefix`* are final after it ("" for
   // all of those not final yet).

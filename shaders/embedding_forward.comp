@@ -6,13 +6,24 @@
 // rows, so padding never carries a signal or receives a gradient.
 // embedding_forward_f16 stores out as fp16 (16-bit storage only): the tables, positions and all
 // arithmetic stay fp32, and each element is rounded once, when it is stored.
+// embedding_forward_half_table* read the token table E as fp16 (the model's fp16 weights,
+// issue 15); the learned position table and the arithmetic stay fp32.
 // vkf-variant: embedding_forward_f16 VKF_F16=1
+// vkf-variant: embedding_forward_half_table VKF_F16_TABLE=1
+// vkf-variant: embedding_forward_half_table_f16 VKF_F16_TABLE=1 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
-#ifdef VKF_F16
+#if defined(VKF_F16) || defined(VKF_F16_TABLE)
 #extension GL_EXT_shader_16bit_storage : require
+#endif
+#ifdef VKF_F16
 #define STORE_T float16_t
 #else
 #define STORE_T float
+#endif
+#ifdef VKF_F16_TABLE
+#define TABLE_T float16_t
+#else
+#define TABLE_T float
 #endif
 #include "index.glsl"
 #include "philox.glsl"
@@ -20,7 +31,7 @@
 layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer T { int token[]; };     // [tokens]
 layout(std430, binding = 1) readonly buffer Pos { int position[]; }; // [tokens] when len == 0
-layout(std430, binding = 2) readonly buffer E { float table[]; };   // [vocab, d]
+layout(std430, binding = 2) readonly buffer E { TABLE_T table[]; }; // [vocab, d]
 layout(std430, binding = 3) readonly buffer PE { float pos_table[]; };  // [max_len, d] learned
 layout(std430, binding = 4) writeonly buffer O { STORE_T outv[]; }; // [tokens, d]
 layout(std430, binding = 5) readonly buffer Step { StepScalars st; };
@@ -67,7 +78,7 @@ void main() {
     float v = 0.0;
     if (id != pc.pad_id && id >= 0 && uint(id) < pc.vocab) {
       int pos = pc.len > 0u ? int(t % pc.len) : position[t];
-      v = table[uint(id) * pc.d + c] * pc.scale + (pos >= 0 ? positional(uint(pos), c) : 0.0);
+      v = float(table[uint(id) * pc.d + c]) * pc.scale + (pos >= 0 ? positional(uint(pos), c) : 0.0);
       v *= mask[k];
     }
     outv[i] = STORE_T(v);

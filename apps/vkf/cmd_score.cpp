@@ -14,15 +14,18 @@ namespace {
 
 struct ScoreArgs {
   std::string model, vocab, src, tgt, device;
+  std::string precision = "fp32";  // --precision fp32|fp16|auto (model/precision.h)
   model::ScoreOptions options;
 };
 
 int run_score(const ScoreArgs& a) {
+  model::ScoreOptions options = a.options;
+  options.precision = model::parse_precision(a.precision);
   model::LoadedModel m = model::load_model(a.model, a.vocab);
   auto dev = open_device(a.device);
   const model::CorpusFiles files =
       a.tgt.empty() ? model::CorpusFiles::tsv(a.src) : model::CorpusFiles::two_files(a.src, a.tgt);
-  auto scores = model::score_corpus(*dev, m, files, a.options);
+  auto scores = model::score_corpus(*dev, m, files, options);
   int bad = 0;
   for (size_t i = 0; i < scores.size(); ++i) {
     const auto& s = scores[i];
@@ -55,6 +58,11 @@ RegisterCommand reg(
           ->capture_default_str();
       add_max_line_bytes(sub, a->options.max_line_bytes);
       sub.add_option("--device", a->device, "Device: index, vendor or name part");
+      sub.add_option("--precision", a->precision,
+                     "fp32 (the default: scores to compare with other implementations), fp16 "
+                     "(fp16 weights and activations, fp32 arithmetic and loss), or auto (fp16 on "
+                     "a GPU with 16-bit storage, else fp32)")
+          ->capture_default_str();
       return [a]() { return run_score(*a); };
     });
 

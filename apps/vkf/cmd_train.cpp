@@ -29,6 +29,7 @@ struct TrainArgs {
   std::vector<std::string> devices;
   std::string exchange = "overlapped";
   std::string schedule = "noam";
+  std::string precision = "auto";  // --precision fp32|fp16|auto (model/precision.h)
   bool quiet = false;
   std::string tune;  // --tune auto|off|FILE (apps/vkf/tuning_choice.h)
   // Individual model knobs (override preset and config file when given).
@@ -98,6 +99,7 @@ int run_train(TrainArgs& a) {
     o.adam.schedule = ops::LrSchedule::constant;
   else
     throw Error("--lr-schedule must be noam or constant");
+  o.precision = model::parse_precision(a.precision);
   if (o.max_sequence_len > o.config.max_len) o.config.max_len = o.max_sequence_len;
   if (a.quiet) o.progress = nullptr;
   o.balance = o.balance_after > 0;
@@ -267,6 +269,12 @@ RegisterCommand reg("train", "Train a Transformer on a parallel corpus", [](CLI:
       ->capture_default_str();
   optim->add_option("--beta2", o.adam.beta2, "Adam beta2")
       ->check(real_range(0, 1, Bound::closed, Bound::open))
+      ->capture_default_str();
+  optim
+      ->add_option("--precision", a->precision,
+                   "fp32; fp16 (fp16 weight copies, activations and gradients, fp32 master "
+                   "weights, Adam state and accumulation, dynamic loss scaling); or auto (fp16 "
+                   "on a GPU with 16-bit storage, fp32 on CPU devices)")
       ->capture_default_str();
 
   auto* out = sub.add_option_group("output", "Logging and checkpoints");

@@ -29,7 +29,8 @@ namespace {
 
 struct TranslateArgs {
   std::string model, vocab, input, output, device;
-  std::string tune;  // --tune auto|off|FILE (apps/vkf/tuning_choice.h)
+  std::string tune;                // --tune auto|off|FILE (apps/vkf/tuning_choice.h)
+  std::string precision = "auto";  // --precision fp32|fp16|auto (model/precision.h)
   model::decode::TranslateOptions options;
   uint32_t chunk = 2000;                  // lines read, sorted and translated together
   size_t chunk_bytes = size_t(64) << 20;  // and at most about this many bytes of them
@@ -76,6 +77,7 @@ class LineSource {
 
 int run(const TranslateArgs& args) {
   args.options.validate();
+  const model::PrecisionChoice precision_choice = model::parse_precision(args.precision);
   auto m = model::load_model(args.model, args.vocab);
   auto instance = std::make_shared<Instance>(tool::instance_options());
   auto dev = Device::create(instance, tool::device_options({.selector = args.device}));
@@ -84,7 +86,9 @@ int run(const TranslateArgs& args) {
       *dev, args.tune,
       model_matmul_shapes(m.checkpoint.config, args.options.beam * args.options.batch_size, false),
       "vkf translate");
-  model::DeviceWeights params(*dev, m.checkpoint.config);  // weights only: no training state
+  const model::Precision precision = model::resolve_precision(precision_choice, dev->info());
+  // Weights only: no training state.
+  model::DeviceWeights params(*dev, m.checkpoint.config, 0, precision);
   params.upload_checked(m.checkpoint.params, m.path);
   model::decode::Translator translator(*dev, params, args.options);
 
@@ -101,9 +105,10 @@ int run(const TranslateArgs& args) {
   const bool terminal = isatty(fileno(stderr)) != 0;
   auto last_progress = std::chrono::steady_clock::now();
   if (report)
-    std::fprintf(stderr, "vkf translate: %s (step %llu) on %s, beam %u, batch %u\n", m.path.c_str(),
-                 static_cast<unsigned long long>(m.checkpoint.step), dev->label().c_str(),
-                 args.options.beam, args.options.batch_size);
+    std::fprintf(stderr, "vkf translate: %s (step %llu) on %s, %s, beam %u, batch %u\n",
+                 m.path.c_str(), static_cast<unsigned long long>(m.checkpoint.step),
+                 dev->label().c_str(), model::precision_name(precision), args.options.beam,
+                 args.options.batch_size);
 
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> lines;
@@ -217,6 +222,10 @@ RegisterCommand reg(
           ->capture_default_str();
       add_max_line_bytes(sub, args->max_line_bytes);
       sub.add_option("--device", args->device, "Device: index, vendor or a part of its name");
+      sub.add_option("--precision", args->precision,
+                     "fp32, fp16 (fp16 weights and activations, fp32 arithmetic: half the "
+                     "weights' memory), or auto (fp16 on a GPU with 16-bit storage, else fp32)")
+          ->capture_default_str();
       add_tune_option(sub, args->tune);
       return [args]() { return run(*args); };
     });

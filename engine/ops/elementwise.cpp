@@ -96,8 +96,8 @@ void copy(Device& dev, Recorder& rec, const CopyArgs& a) {
   rec.dispatch(k, {in(a.src), out(a.dst)}, push, groups_1d(uint64_t{a.rows} * a.cols, k_local_1d));
 }
 
-static void cast(Device& dev, Recorder& rec, const CastArgs& a, bool to_f16) {
-  const char* name = to_f16 ? "cast_f32_f16" : "cast_f16_f32";
+static void cast(Device& dev, Recorder& rec, const CastArgs& a, bool to_f16, bool drain = false) {
+  const char* name = to_f16 ? "cast_f32_f16" : drain ? "cast_drain_f16_f32" : "cast_f16_f32";
   if (!dev.info().storage16)
     throw Error(std::string(name) + ": " + dev.label() + " has no 16-bit storage");
   uint64_t in_bytes = uint64_t{a.n} * (to_f16 ? 4 : 2),
@@ -110,7 +110,10 @@ static void cast(Device& dev, Recorder& rec, const CastArgs& a, bool to_f16) {
   if (a.x.overlaps(a.y)) throw Error(std::string(name) + ": x and y overlap");
   uint32_t push = a.n;
   const Kernel& k = dev.kernel({name, 2, sizeof push, {k_local_1d}});
-  rec.dispatch(k, {in(a.x), out(a.y)}, push, groups_1d(a.n, k_local_1d));
+  if (drain)
+    rec.dispatch(k, {inout(a.x), inout(a.y)}, push, groups_1d(a.n, k_local_1d));
+  else
+    rec.dispatch(k, {in(a.x), out(a.y)}, push, groups_1d(a.n, k_local_1d));
 }
 
 void cast_f32_to_f16(Device& dev, Recorder& rec, const CastArgs& a) {
@@ -118,6 +121,9 @@ void cast_f32_to_f16(Device& dev, Recorder& rec, const CastArgs& a) {
 }
 void cast_f16_to_f32(Device& dev, Recorder& rec, const CastArgs& a) {
   cast(dev, rec, a, false);
+}
+void drain_f16_into_f32(Device& dev, Recorder& rec, const CastArgs& a) {
+  cast(dev, rec, a, false, true);
 }
 
 namespace {

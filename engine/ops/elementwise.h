@@ -57,6 +57,8 @@ struct CastArgs {
 };
 void cast_f32_to_f16(Device& dev, Recorder& rec, const CastArgs& a);
 void cast_f16_to_f32(Device& dev, Recorder& rec, const CastArgs& a);
+// y (f32) += x (f16), then x = 0: fp16 gradients drained into fp32 accumulators.
+void drain_f16_into_f32(Device& dev, Recorder& rec, const CastArgs& a);
 
 // Per-row sum or mean: y[r] = reduce over c of x[r, c].
 struct ReduceRowsArgs {

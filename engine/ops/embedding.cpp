@@ -85,10 +85,11 @@ void embedding_forward(Device& dev, Recorder& rec, const EmbeddingForwardArgs& a
   const char* op = "embedding_forward";
   check_common(a.tokens_count, a.d, a.vocab, a.dropout, a.step, op);
   check_storage_dtype(dev, a.dtype, op);
+  check_storage_dtype(dev, a.table_dtype, std::string(op) + " table");
   const bool learned = a.pos_table.valid();
   need(a.tokens, a.tokens_count, "tokens", op);
   if (a.len == 0) need(a.positions, a.tokens_count, "positions", op);
-  need(a.table, uint64_t{a.vocab} * a.d, "table", op);
+  need(a.table, uint64_t{a.vocab} * a.d, "table", op, a.table_dtype);
   if (learned) {
     if (a.max_len == 0) throw Error(std::string(op) + ": learned positions need max_len");
     need(a.pos_table, uint64_t{a.max_len} * a.d, "pos_table", op);
@@ -112,7 +113,12 @@ void embedding_forward(Device& dev, Recorder& rec, const EmbeddingForwardArgs& a
          dropout ? a.dropout : 0.0f,
          a.tensor_id};
   const Kernel& k =
-      dev.kernel({kernel_for_dtype("embedding_forward", a.dtype), 6, sizeof push, {k_local}});
+      dev.kernel({kernel_for_dtype(a.table_dtype == DType::f16 ? "embedding_forward_half_table"
+                                                               : "embedding_forward",
+                                   a.dtype),
+                  6,
+                  sizeof push,
+                  {k_local}});
   rec.dispatch(k,
                {in(a.tokens), in(a.len ? a.tokens : a.positions), in(a.table),
                 in(learned ? a.pos_table : a.table), out(a.out), in(dropout ? a.step : a.table)},

@@ -6,7 +6,8 @@
 // scatter-add (device counting sort, no float atomics) that accumulates into the table's
 // gradient, which the pre-softmax projection shares. Kernels: shaders/embedding_{fwd,bwd}.comp.
 // The activations may be stored as fp16 (devices with 16-bit storage): the forward's out and the
-// backward's dout. The tables, their gradients and all arithmetic stay fp32.
+// backward's dout. The forward may read the token table as fp16 too (table_dtype: a model's fp16
+// weights). The position table, the gradients and all arithmetic stay fp32.
 #include <cstdint>
 
 #include "engine/device.h"
@@ -16,13 +17,14 @@
 namespace vkf::ops {
 
 struct EmbeddingForwardArgs {
-  DType dtype = DType::f32;  // storage of out: f32 or f16
-  BufferRef tokens;          // [tokens] int32 ids
-  BufferRef positions;       // [tokens] int32, used when len == 0
-  BufferRef table;           // [vocab, d] f32
-  BufferRef pos_table;       // [max_len, d] f32 learned positions; invalid = sinusoid
-  BufferRef out;             // [tokens, d] of dtype
-  BufferRef step;            // StepScalars (seed, step); needed only when dropout > 0
+  DType dtype = DType::f32;        // storage of out: f32 or f16
+  BufferRef tokens;                // [tokens] int32 ids
+  BufferRef positions;             // [tokens] int32, used when len == 0
+  BufferRef table;                 // [vocab, d] of table_dtype
+  DType table_dtype = DType::f32;  // f32, or f16 (devices with 16-bit storage)
+  BufferRef pos_table;             // [max_len, d] f32 learned positions; invalid = sinusoid
+  BufferRef out;                   // [tokens, d] of dtype
+  BufferRef step;                  // StepScalars (seed, step); needed only when dropout > 0
   uint32_t tokens_count = 0;
   uint32_t d = 0;
   uint32_t vocab = 0;

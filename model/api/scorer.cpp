@@ -7,7 +7,9 @@ namespace vkf {
 
 struct Scorer::Impl {
   Impl(Device& dev, const std::string& path, const ScorerOptions& options)
-      : model(model::load_model(path, options.vocab)), weights(dev, model.checkpoint.config) {
+      : model(model::load_model(path, options.vocab)),
+        weights(dev, model.checkpoint.config, 0,
+                model::resolve_precision(options.precision, dev.info())) {
     weights.upload_checked(model.checkpoint.params, model.path);
     std::vector<float>().swap(model.checkpoint.params);
     scorer = std::make_unique<model::PairScorer>(dev, weights, model.tokenizer,

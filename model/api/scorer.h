@@ -16,6 +16,8 @@ namespace vkf {
 struct ScorerOptions {
   int64_t max_tokens = 4096;  // tokens a side per batch, padding included
   std::string vocab;          // SentencePiece model; "" = the one the checkpoint names, beside it
+  // fp32 by default: scores are what other implementations are compared with (docs/design.md).
+  model::PrecisionChoice precision = model::PrecisionChoice::fp32;
 };
 
 // logprob, tokens, and an error message (logprob NaN) for a pair that could not be scored.

@@ -31,7 +31,8 @@ struct Translator::Impl {
   Impl(Device& dev, const std::string& path, const TranslatorOptions& options)
       : device(dev),
         model(model::load_model(path, options.vocab)),
-        weights(dev, model.checkpoint.config),
+        weights(dev, model.checkpoint.config, 0,
+                model::resolve_precision(options.precision, dev.info())),
         translator(dev, weights, decode_options(options)) {
     weights.upload_checked(model.checkpoint.params, model.path);
     // The host copy is not needed once the weights are on the device.

@@ -13,6 +13,7 @@
 #include "engine/device.h"
 #include "model/decode/text.h"
 #include "model/decode/translation_job.h"
+#include "model/precision.h"
 
 namespace vkf {
 
@@ -25,8 +26,9 @@ struct TranslatorOptions {
   uint32_t batch_size = 32;  // sentences decoded at once (each takes `beam` rows)
   std::string vocab;         // SentencePiece model; "" = the one the checkpoint names, beside it
   bool timed = false;        // GPU timestamps per step, for TranslationSteps' reports
-  // There is no precision option: the model runs in fp32 only (the fp16 kernels exist, the
-  // model does not use them yet).
+  // fp16: the weights on the device in fp16 (half the memory) and fp16 activations, with fp32
+  // arithmetic; automatic: fp16 on a GPU with 16-bit storage, fp32 on CPU devices.
+  model::PrecisionChoice precision = model::PrecisionChoice::automatic;
 
   // Throws vkf::Error for a value out of range.
   void validate() const;

@@ -15,14 +15,16 @@ AddNorm::AddNorm(const ParamSource& p, const std::string& norm)
 AddNorm::Saved AddNorm::forward(const Forward& f, const std::string& name, const BufferRef& x,
                                 const BufferRef& s, const BufferRef& x_out, uint32_t rows,
                                 uint32_t len, uint32_t dropout_tensor) const {
-  Saved saved{f.buf(name + ".h", uint64_t{rows} * d_),
+  Saved saved{f.act(name + ".h", uint64_t{rows} * d_),
               f.buf(name + ".mean", rows),
               f.buf(name + ".rstd", rows),
               rows,
               len,
               f.dropout,
-              dropout_tensor};
+              dropout_tensor,
+              f.dtype()};
   ops::LayerNormForwardArgs a;
+  a.dtype = saved.dtype;
   a.x = x;
   a.s = s;
   a.gamma = gamma;
@@ -45,6 +47,7 @@ AddNorm::Saved AddNorm::forward(const Forward& f, const std::string& name, const
 void AddNorm::backward(const Backward& b, const Saved& s, const BufferRef& dy, const BufferRef& dx,
                        const BufferRef& ds) const {
   ops::LayerNormBackwardArgs a;
+  a.dtype = s.dtype;
   a.dy = dy;
   a.h = s.h;
   a.gamma = gamma;

@@ -19,6 +19,7 @@ class AddNorm {
     uint32_t rows = 0, len = 0;
     float dropout = 0;
     uint32_t dropout_tensor = 0;
+    DType dtype = DType::f32;  // of h and of the activations (mean and rstd are fp32)
   };
   // The rows are sentences of `len` tokens (for the dropout mask of a share of a batch); h, mean
   // and rstd go to the pool under `name`.{h,mean,rstd}.

@@ -23,6 +23,7 @@ ops::AttentionArgs attention_args(const ModelConfig& c, uint32_t batch, uint32_t
   a.o_layout = heads_layout(len_q, H, dv);
   a.lse = buffers.lse;
   a.key_len = buffers.key_len;
+  a.dtype = buffers.dtype;
   return a;
 }
 
@@ -41,10 +42,11 @@ MultiHeadAttention::Saved MultiHeadAttention::forward(const Forward& f, const st
                                                       const BufferRef& s_out) const {
   const uint32_t nq = in.batch * in.len_q, nk = in.batch * in.len_k;
   AttentionBuffers buf;
-  buf.q = f.buf(name + ".q", uint64_t{nq} * q_proj.out);
-  buf.k = f.buf(name + ".k", uint64_t{nk} * k_proj.out);
-  buf.v = f.buf(name + ".v", uint64_t{nk} * v_proj.out);
-  buf.o = f.buf(name + ".o", uint64_t{nq} * o_proj.in);
+  buf.q = f.act(name + ".q", uint64_t{nq} * q_proj.out);
+  buf.k = f.act(name + ".k", uint64_t{nk} * k_proj.out);
+  buf.v = f.act(name + ".v", uint64_t{nk} * v_proj.out);
+  buf.o = f.act(name + ".o", uint64_t{nq} * o_proj.in);
+  buf.dtype = f.dtype();
   linear_forward(f.dev, f.rec, q_proj, in.xq, buf.q, nq);
   linear_forward(f.dev, f.rec, k_proj, in.xkv, buf.k, nk);
   linear_forward(f.dev, f.rec, v_proj, in.xkv, buf.v, nk);
@@ -67,10 +69,10 @@ void MultiHeadAttention::backward(const Backward& b, const Saved& s, const Buffe
   const uint32_t nq = fwd.batch * fwd.len_q, nk = fwd.batch * fwd.len_k;
   ops::AttentionBackwardArgs a;
   a.fwd = fwd;
-  a.d_o = b.d_o.slice(0, uint64_t{nq} * o_proj.in * 4);
-  a.d_q = b.d_q.slice(0, uint64_t{nq} * q_proj.out * 4);
-  a.d_k = b.d_k.slice(0, uint64_t{nk} * k_proj.out * 4);
-  a.d_v = b.d_v.slice(0, uint64_t{nk} * v_proj.out * 4);
+  a.d_o = b.part(b.d_o, uint64_t{nq} * o_proj.in);
+  a.d_q = b.part(b.d_q, uint64_t{nq} * q_proj.out);
+  a.d_k = b.part(b.d_k, uint64_t{nk} * k_proj.out);
+  a.d_v = b.part(b.d_v, uint64_t{nk} * v_proj.out);
   a.delta = b.delta.slice(0, uint64_t{fwd.batch} * fwd.heads * fwd.len_q * 4);
   linear_backward(b, o_proj, fwd.o, ds_out, a.d_o, false, nq);
   ops::attention_backward(b.dev, b.rec, a);

@@ -13,8 +13,9 @@ namespace vkf::model {
 // The buffers of one attention; q, k, v, o are projection outputs, [batch * len, heads * dh].
 struct AttentionBuffers {
   BufferRef q, k, v, o;
-  BufferRef lse;      // written by the forward: [batch, heads, len_q]
-  BufferRef key_len;  // int32 [batch]: keys j >= key_len[b] are masked
+  BufferRef lse;             // written by the forward: [batch, heads, len_q]
+  BufferRef key_len;         // int32 [batch]: keys j >= key_len[b] are masked
+  DType dtype = DType::f32;  // of q, k, v, o (and their gradients)
 };
 
 // The one place attention arguments are set up: the model's heads and head sizes, the

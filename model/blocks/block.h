@@ -39,6 +39,13 @@ struct Backward {
   BufferRef d_ff;                // feed-forward: gradient of the hidden activation
   BufferRef delta;               // attention backward workspace, [batch, heads, len_q]
   BufferRef ln_scratch;          // layer norm backward workspace
+  // Storage of the activation gradients (and `ones`): f16 in mixed-precision training, where the
+  // weight gradients the matmuls accumulate are fp16 too (DeviceParams::grad).
+  DType dtype = DType::f32;
+  // The first `elements` values of an activation-gradient temporary.
+  BufferRef part(const BufferRef& b, uint64_t elements) const {
+    return b.slice(0, elements * dtype_bytes(dtype));
+  }
 };
 
 // Given dy [rows, out]: dx (= or +=) dy W; l.dweight += dy^T x; l.dbias += ones^T dy.

@@ -27,7 +27,7 @@ DecoderLayer::Saved DecoderLayer::forward(const Forward& f, const BufferRef& y,
   const uint64_t size = uint64_t{rows} * uint32_t(f.config().d_model);
   const std::string& n = name_;
   Saved s;
-  const BufferRef s1 = f.buf(n + ".s1", size), y1 = f.buf(n + ".y1", size);
+  const BufferRef s1 = f.act(n + ".s1", size), y1 = f.act(n + ".y1", size);
   s.self = self_attn.forward(f, n + ".self",
                              {.xq = y,
                               .xkv = y,
@@ -40,7 +40,7 @@ DecoderLayer::Saved DecoderLayer::forward(const Forward& f, const BufferRef& y,
                              s1);
   s.self_norm =
       self_attn_norm.forward(f, n + ".ln1", y, s1, y1, rows, tgt_len, dropout_id(true, layer_, 1));
-  const BufferRef s2 = f.buf(n + ".s2", size), y2 = f.buf(n + ".y2", size);
+  const BufferRef s2 = f.act(n + ".s2", size), y2 = f.act(n + ".y2", size);
   s.cross = cross_attn.forward(f, n + ".cross",
                                {.xq = y1,
                                 .xkv = memory,
@@ -53,8 +53,8 @@ DecoderLayer::Saved DecoderLayer::forward(const Forward& f, const BufferRef& y,
                                s2);
   s.cross_norm = cross_attn_norm.forward(f, n + ".ln2", y1, s2, y2, rows, tgt_len,
                                          dropout_id(true, layer_, 3));
-  const BufferRef s3 = f.buf(n + ".s3", size);
-  s.out = f.buf(n + ".y3", size);
+  const BufferRef s3 = f.act(n + ".s3", size);
+  s.out = f.act(n + ".y3", size);
   s.ffn = ffn.forward(f, n + ".ffn", y2, s3, rows);
   s.ffn_norm =
       ffn_norm.forward(f, n + ".ln3", y2, s3, s.out, rows, tgt_len, dropout_id(true, layer_, 4));

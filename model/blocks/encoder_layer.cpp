@@ -23,7 +23,7 @@ EncoderLayer::Saved EncoderLayer::forward(const Forward& f, const BufferRef& x, 
   const uint64_t size = uint64_t{rows} * uint32_t(f.config().d_model);
   const std::string& n = name_;
   Saved s;
-  const BufferRef s1 = f.buf(n + ".s1", size), x1 = f.buf(n + ".x1", size);
+  const BufferRef s1 = f.act(n + ".s1", size), x1 = f.act(n + ".x1", size);
   s.self = self_attn.forward(f, n + ".self",
                              {.xq = x,
                               .xkv = x,
@@ -36,8 +36,8 @@ EncoderLayer::Saved EncoderLayer::forward(const Forward& f, const BufferRef& x, 
                              s1);
   s.self_norm =
       self_attn_norm.forward(f, n + ".ln1", x, s1, x1, rows, len, dropout_id(false, layer_, 1));
-  const BufferRef s2 = f.buf(n + ".s2", size);
-  s.out = f.buf(n + ".x2", size);
+  const BufferRef s2 = f.act(n + ".s2", size);
+  s.out = f.act(n + ".x2", size);
   s.ffn = ffn.forward(f, n + ".ffn", x1, s2, rows);
   s.ffn_norm =
       ffn_norm.forward(f, n + ".ln2", x1, s2, s.out, rows, len, dropout_id(false, layer_, 2));
@@ -63,7 +63,7 @@ EncoderSaved encoder_forward(const Forward& f, const std::vector<EncoderLayer>& 
                              uint32_t len) {
   const uint32_t rows = batch * len;
   EncoderSaved saved;
-  saved.embed = f.buf("enc.embed", uint64_t{rows} * uint32_t(f.config().d_model));
+  saved.embed = f.act("enc.embed", uint64_t{rows} * uint32_t(f.config().d_model));
   embed(f, src, rows, len, BufferRef{}, saved.embed, dropout_id(false, 0, 15));
   for (const EncoderLayer& layer : layers)
     saved.layers.push_back(layer.forward(f, saved.memory(), batch, len, src_len));

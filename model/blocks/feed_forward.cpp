@@ -13,7 +13,7 @@ FeedForward::FeedForward(const ParamSource& p, const std::string& prefix) {
 FeedForward::Saved FeedForward::forward(const Forward& f, const std::string& name,
                                         const BufferRef& x, const BufferRef& s_out,
                                         uint32_t rows) const {
-  Saved s{x, f.buf(name + ".f", uint64_t{rows} * fc1.out), rows};
+  Saved s{x, f.act(name + ".f", uint64_t{rows} * fc1.out), rows};
   linear_forward(f.dev, f.rec, fc1, x, s.h, rows, true);
   linear_forward(f.dev, f.rec, fc2, s.h, s_out, rows);
   return s;
@@ -21,9 +21,9 @@ FeedForward::Saved FeedForward::forward(const Forward& f, const std::string& nam
 
 void FeedForward::backward(const Backward& b, const Saved& s, const BufferRef& ds_out,
                            const BufferRef& dx) const {
-  const BufferRef dh = b.d_ff.slice(0, uint64_t{s.rows} * fc1.out * 4);
+  const BufferRef dh = b.part(b.d_ff, uint64_t{s.rows} * fc1.out);
   linear_backward(b, fc2, s.h, ds_out, dh, false, s.rows);
-  ops::relu_backward(b.dev, b.rec, s.h, dh, s.rows * fc1.out);
+  ops::relu_backward(b.dev, b.rec, s.h, dh, s.rows * fc1.out, b.dtype);
   linear_backward(b, fc1, s.x, dh, dx, true, s.rows);
 }
 

@@ -20,6 +20,7 @@ OutputProjection::Saved OutputProjection::forward(const Forward& f, const Buffer
   proj.n = vocab_;
   proj.k = d_;
   proj.trans_b = true;
+  proj.dtype = f.dtype();
   ops::matmul(f.dev, f.rec, proj);
   return {y, rows};
 }
@@ -33,6 +34,7 @@ void OutputProjection::backward(const Backward& b, const Saved& s, const BufferR
   gx.m = s.rows;
   gx.n = d_;
   gx.k = vocab_;
+  gx.dtype = b.dtype;
   ops::matmul(b.dev, b.rec, gx);
   ops::MatmulArgs gw;  // dE[vocab, d] += dlogits^T[vocab, rows] y[rows, d]
   gw.a = dlogits;
@@ -43,6 +45,7 @@ void OutputProjection::backward(const Backward& b, const Saved& s, const BufferR
   gw.n = d_;
   gw.k = s.rows;
   gw.beta = 1.0f;
+  gw.dtype = b.dtype;
   ops::matmul(b.dev, b.rec, gw);
 }
 

@@ -1,6 +1,7 @@
 #include "model/decode/decoder_step.h"
 
 #include "engine/ops/attention.h"
+#include "engine/ops/elementwise.h"
 #include "engine/ops/indexed_rows.h"
 #include "engine/ops/loss.h"
 #include "engine/ops/topk.h"
@@ -40,11 +41,14 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
                uint32_t(c.d_ff),
                uint32_t(c.vocab_size)};
   const uint32_t R = D.R;
+  // The caches hold f16 pairs in 32-bit words in fp16 (DecodeState checks the widths are even):
+  // the row copies below move words, so their widths are in words.
+  const uint32_t per_word = f.dtype() == DType::f16 ? 2 : 1;
 
   if (from != to) {  // beam reordering: row r continues the hypothesis of row origin[r]
     for (int l = 0; l < c.decoder_layers; ++l) {
       for (bool key : {true, false}) {
-        const uint32_t width = D.H * (key ? D.dk : D.dv);
+        const uint32_t width = D.H * (key ? D.dk : D.dv) / per_word;
         ops::GatherRowsArgs g;
         g.src = key ? state.cache_k(from, l) : state.cache_v(from, l);
         g.dst = key ? state.cache_k(to, l) : state.cache_v(to, l);
@@ -59,16 +63,16 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
   }
 
   const ParamSource p{f.params};
-  BufferRef y = f.buf("dec.embed", uint64_t{R} * D.d);
+  BufferRef y = f.act("dec.embed", uint64_t{R} * D.d);
   embed(f, state.tokens(), R, 0, state.positions(), y, 0);
   for (int l = 0; l < c.decoder_layers; ++l) {
     const DecoderLayer layer(p, l);
     const std::string& n = layer.name();
     // Self-attention over the cache.
-    BufferRef q = f.buf(n + ".q", uint64_t{R} * D.H * D.dk);
-    BufferRef k = f.buf(n + ".k", uint64_t{R} * D.H * D.dk);
-    BufferRef v = f.buf(n + ".v", uint64_t{R} * D.H * D.dv);
-    BufferRef o = f.buf(n + ".o", uint64_t{R} * D.H * D.dv);
+    BufferRef q = f.act(n + ".q", uint64_t{R} * D.H * D.dk);
+    BufferRef k = f.act(n + ".k", uint64_t{R} * D.H * D.dk);
+    BufferRef v = f.act(n + ".v", uint64_t{R} * D.H * D.dv);
+    BufferRef o = f.act(n + ".o", uint64_t{R} * D.H * D.dv);
     const MultiHeadAttention& sa = layer.self_attn;
     linear_forward(f.dev, f.rec, sa.q_proj, y, q, R);
     linear_forward(f.dev, f.rec, sa.k_proj, y, k, R);
@@ -79,14 +83,14 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
                        .dst = ck,
                        .position = state.positions(),
                        .rows = R,
-                       .cols = D.H * D.dk,
+                       .cols = D.H * D.dk / per_word,
                        .positions = D.T});
     ops::scatter_rows(f.dev, f.rec,
                       {.src = v,
                        .dst = cv,
                        .position = state.positions(),
                        .rows = R,
-                       .cols = D.H * D.dv,
+                       .cols = D.H * D.dv / per_word,
                        .positions = D.T});
     attend(f, attention_args(c, R, 1, D.T,
                              {.q = q,
@@ -94,8 +98,9 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
                               .v = cv,
                               .o = o,
                               .lse = f.buf(n + ".self.lse", uint64_t{R} * D.H),
-                              .key_len = state.self_len()}));
-    BufferRef s1 = f.buf(n + ".s1", uint64_t{R} * D.d), y1 = f.buf(n + ".y1", uint64_t{R} * D.d);
+                              .key_len = state.self_len(),
+                              .dtype = f.dtype()}));
+    BufferRef s1 = f.act(n + ".s1", uint64_t{R} * D.d), y1 = f.act(n + ".y1", uint64_t{R} * D.d);
     linear_forward(f.dev, f.rec, sa.o_proj, o, s1, R);
     layer.self_attn_norm.forward(f, n + ".ln1", y, s1, y1, R, 1, 0);
 
@@ -108,20 +113,29 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
                               .v = state.cross_v(l),
                               .o = o,
                               .lse = f.buf(n + ".cross.lse", uint64_t{D.B} * D.H * D.K),
-                              .key_len = state.src_len()}));
-    BufferRef s2 = f.buf(n + ".s2", uint64_t{R} * D.d), y2 = f.buf(n + ".y2", uint64_t{R} * D.d);
+                              .key_len = state.src_len(),
+                              .dtype = f.dtype()}));
+    BufferRef s2 = f.act(n + ".s2", uint64_t{R} * D.d), y2 = f.act(n + ".y2", uint64_t{R} * D.d);
     linear_forward(f.dev, f.rec, ca.o_proj, o, s2, R);
     layer.cross_attn_norm.forward(f, n + ".ln2", y1, s2, y2, R, 1, 0);
 
-    BufferRef s3 = f.buf(n + ".s3", uint64_t{R} * D.d), y3 = f.buf(n + ".y3", uint64_t{R} * D.d);
+    BufferRef s3 = f.act(n + ".s3", uint64_t{R} * D.d), y3 = f.act(n + ".y3", uint64_t{R} * D.d);
     layer.ffn.forward(f, n + ".ffn", y2, s3, R);
     layer.ffn_norm.forward(f, n + ".ln3", y2, s3, y3, R, 1, 0);
     y = y3;
   }
 
   // log p(next token) = log_softmax(y E^T) with the shared embedding; top candidates to the host.
+  // In fp16 the projection stores fp16 logits (accumulated in fp32); the log-softmax and the
+  // top-k run on an fp32 copy, so that the candidates' log-probabilities keep fp32 resolution.
   BufferRef logits = f.buf("logits", uint64_t{R} * D.V);
-  OutputProjection(p).forward(f, y, logits, R);
+  if (f.dtype() == DType::f16) {
+    const BufferRef half = f.act("logits.f16", uint64_t{R} * D.V);
+    OutputProjection(p).forward(f, y, half, R);
+    ops::cast_f16_to_f32(f.dev, f.rec, {.x = half, .y = logits, .n = R * D.V});
+  } else {
+    OutputProjection(p).forward(f, y, logits, R);
+  }
   ops::log_softmax(f.dev, f.rec, {.x = logits, .y = logits, .rows = R, .cols = D.V});
   ops::TopKArgs t;
   t.values = logits;

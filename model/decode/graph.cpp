@@ -20,7 +20,7 @@ DecodeGraph::DecodeGraph(Device& dev, const DeviceWeights& params, const DecodeS
                          bool profile, bool timed)
     : dev_(dev),
       params_(params),
-      state_(dev, params.config(), shape),
+      state_(dev, params.config(), shape, params.activation_dtype()),
       profile_(profile),
       timed_(timed) {
   Recorder rec(dev, {.profile = profile, .timed = timed});

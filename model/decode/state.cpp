@@ -11,8 +11,18 @@ bool DecodeShape::operator<(const DecodeShape& o) const {
          std::tie(o.batch, o.beam, o.src_len, o.max_out, o.candidates);
 }
 
-DecodeState::DecodeState(Device& dev, const ModelConfig& config, const DecodeShape& shape)
-    : config_(config), shape_(shape), named_(dev) {
+DecodeState::DecodeState(Device& dev, const ModelConfig& config, const DecodeShape& shape,
+                         DType dtype)
+    : config_(config), shape_(shape), dtype_(dtype), named_(dev) {
+  // The row copies of the caches (beam reordering, appending a position) move 32-bit words:
+  // f16 rows must be whole words.
+  if (dtype == DType::f16 && ((config.heads * config.head_dim_k()) % 2 != 0 ||
+                              (config.heads * config.head_dim_v()) % 2 != 0))
+    throw Error(
+        "decode: fp16 needs an even number of key and value columns (heads x head "
+        "size), not " +
+        std::to_string(config.heads * config.head_dim_k()) + " and " +
+        std::to_string(config.heads * config.head_dim_v()) + "; use fp32");
   if (shape.batch == 0 || shape.beam == 0 || shape.src_len == 0 || shape.max_out == 0)
     throw Error("decode: empty shape");
   if (int(shape.src_len) > config.max_len || int(shape.max_out) > config.max_len)
@@ -23,27 +33,27 @@ DecodeState::DecodeState(Device& dev, const ModelConfig& config, const DecodeSha
 }
 
 BufferRef DecodeState::cross_k(int l) {
-  return named_.write(
-      "cross." + std::to_string(l) + ".k",
-      uint64_t{shape_.batch} * shape_.src_len * config_.heads * config_.head_dim_k());
+  return cache("cross." + std::to_string(l) + ".k",
+               uint64_t{shape_.batch} * shape_.src_len * config_.heads * config_.head_dim_k());
 }
 
 BufferRef DecodeState::cross_v(int l) {
-  return named_.write(
-      "cross." + std::to_string(l) + ".v",
-      uint64_t{shape_.batch} * shape_.src_len * config_.heads * config_.head_dim_v());
+  return cache("cross." + std::to_string(l) + ".v",
+               uint64_t{shape_.batch} * shape_.src_len * config_.heads * config_.head_dim_v());
 }
 
 BufferRef DecodeState::cache_k(int copy, int l) {
-  return named_.write(
-      "cache." + std::to_string(copy) + "." + std::to_string(l) + ".k",
-      uint64_t{shape_.rows()} * shape_.max_out * config_.heads * config_.head_dim_k());
+  return cache("cache." + std::to_string(copy) + "." + std::to_string(l) + ".k",
+               uint64_t{shape_.rows()} * shape_.max_out * config_.heads * config_.head_dim_k());
 }
 
 BufferRef DecodeState::cache_v(int copy, int l) {
-  return named_.write(
-      "cache." + std::to_string(copy) + "." + std::to_string(l) + ".v",
-      uint64_t{shape_.rows()} * shape_.max_out * config_.heads * config_.head_dim_v());
+  return cache("cache." + std::to_string(copy) + "." + std::to_string(l) + ".v",
+               uint64_t{shape_.rows()} * shape_.max_out * config_.heads * config_.head_dim_v());
+}
+
+BufferRef DecodeState::cache(const std::string& name, uint64_t elements) {
+  return named_.write(name, dtype_ == DType::f16 ? (elements + 1) / 2 : elements);
 }
 
 }  // namespace vkf::model::decode

@@ -23,7 +23,10 @@ struct DecodeShape {
 
 class DecodeState {
  public:
-  DecodeState(Device& dev, const ModelConfig& config, const DecodeShape& shape);
+  // dtype: of the K/V caches and the activations (f16 over fp16 weights).
+  DecodeState(Device& dev, const ModelConfig& config, const DecodeShape& shape,
+              DType dtype = DType::f32);
+  DType dtype() const { return dtype_; }
 
   const DecodeShape& shape() const { return shape_; }
   ActivationPool& named() { return named_; }
@@ -54,8 +57,11 @@ class DecodeState {
   BufferRef cache_v(int copy, int l);
 
  private:
+  // A buffer of `elements` values of dtype_, in the pool's 4-byte words.
+  BufferRef cache(const std::string& name, uint64_t elements);
   ModelConfig config_;
   DecodeShape shape_;
+  DType dtype_;
   ActivationPool named_;
 };
 

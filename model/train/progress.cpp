@@ -29,7 +29,13 @@ std::string progress_line(const StepMetrics& m) {
                 m.loss_per_token, std::exp(std::min(m.nll_per_token, 50.0)), m.lr,
                 m.tokens_per_second, format_duration(m.elapsed_seconds).c_str(),
                 m.eta_seconds ? format_duration(*m.eta_seconds).c_str() : "?");
-  return buf;
+  std::string line = buf;
+  if (m.loss_scale) {
+    std::snprintf(buf, sizeof buf, "  scale %g  skipped %llu", *m.loss_scale,
+                  static_cast<unsigned long long>(m.skipped_steps));
+    line += buf;
+  }
+  return line;
 }
 
 nlohmann::json to_json(const StepMetrics& m) {
@@ -42,6 +48,10 @@ nlohmann::json to_json(const StepMetrics& m) {
                    {"tokens_per_second", m.tokens_per_second},
                    {"elapsed_seconds", m.elapsed_seconds}};
   if (m.eta_seconds) j["eta_seconds"] = *m.eta_seconds;
+  if (m.loss_scale) {
+    j["loss_scale"] = *m.loss_scale;
+    j["skipped_steps"] = m.skipped_steps;
+  }
   return j;
 }
 

@@ -19,6 +19,9 @@ struct StepMetrics {
   double tokens_per_second = 0;  // source + target
   double elapsed_seconds = 0;
   std::optional<double> eta_seconds;
+  // Mixed precision only: the dynamic loss scale and the steps skipped for overflow so far.
+  std::optional<double> loss_scale;
+  uint64_t skipped_steps = 0;
 };
 
 std::string format_duration(double seconds);  // "1h02m", "3m05s", "42s"

@@ -85,6 +85,7 @@ struct StepTotals {
 struct Interval {
   double loss = 0, nll = 0, exchange_seconds = 0;
   uint64_t tokens = 0, steps = 0;
+  uint64_t skipped = 0;  // fp16 steps skipped for a non-finite gradient
   Clock::time_point start = Clock::now();
 };
 
@@ -175,7 +176,12 @@ class Run {
   Clock::time_point last_backward_done_;  // when the last replica's graph was seen finished
   std::unique_ptr<BatchStream> stream_;
   std::unique_ptr<JsonlLog> log_;
-  TrainState state_;
+  TrainState state_;  // with the loss scale (fp16)
+  Precision precision_ = Precision::fp32;
+  // The factor the loss gradient is multiplied by: the dynamic scale in fp16, 1 in fp32.
+  float loss_scale() const {
+    return precision_ == Precision::fp16 ? state_.loss_scale.scale : 1.0f;
+  }
   uint64_t saved_step_ = 0;
   Clock::time_point started_;
   double elapsed_before_ = 0;  // from earlier parts of a resumed run

@@ -59,6 +59,11 @@ void Run::prepare() {
   tok_ = Tokenizer::load(o_.vocab);
   config_ = config_for(o_, *tok_);
 
+  // Every replica runs in the precision the first device takes (fp16 needs it on all of them).
+  precision_ = resolve_precision(o_.precision, devices_[0]->info());
+  if (precision_ == Precision::fp16)
+    for (Device* d : devices_) resolve_precision(PrecisionChoice::fp16, d->info());
+
   TrainState resumed;
   std::vector<float> initial = start_or_resume(resumed);
 
@@ -197,7 +202,8 @@ void Run::setup_replicas(const std::vector<float>& initial, const TrainState& re
     Replica& r = replicas_.emplace_back();
     r.dev = devices_[i];
     r.global_index = rank * int(devices_.size()) + int(i);
-    r.params = std::make_unique<DeviceParams>(*r.dev, config_, hooks_.max_param_chunk_bytes);
+    r.params =
+        std::make_unique<DeviceParams>(*r.dev, config_, hooks_.max_param_chunk_bytes, precision_);
     r.params->upload(initial);
     if (o_.resume) r.params->upload_moments(resumed.adam_m, resumed.adam_v);
     r.scalars = r.dev->allocate(sizeof(StepScalars), "step scalars", MemoryKind::host);
@@ -262,12 +268,12 @@ void Run::announce(const BatcherOptions& bo) {
     char line[400];
     std::snprintf(line, sizeof line,
                   "model: d_model %d, d_ff %d, heads %d, layers %d+%d, vocab %d: %.2fM parameters "
-                  "on %s; %zu batches an epoch (max %lld tokens a side, x%d accumulated)",
+                  "on %s in %s; %zu batches an epoch (max %lld tokens a side, x%d accumulated)",
                   config_.d_model, config_.d_ff, config_.heads, config_.encoder_layers,
                   config_.decoder_layers, config_.vocab_size,
                   double(replicas_[0].params->layout().parameter_count()) / 1e6, where.c_str(),
-                  train_batcher_->batches_per_epoch(), static_cast<long long>(bo.max_tokens),
-                  o_.accumulate);
+                  precision_name(precision_), train_batcher_->batches_per_epoch(),
+                  static_cast<long long>(bo.max_tokens), o_.accumulate);
     say(line);
   }
   log({{"event", "start"},
@@ -278,6 +284,7 @@ void Run::announce(const BatcherOptions& bo) {
        {"parameters", replicas_[0].params->layout().parameter_count()},
        {"max_tokens", bo.max_tokens},
        {"accumulate", o_.accumulate},
+       {"precision", precision_name(precision_)},
        {"seed", o_.seed}});
 }
 

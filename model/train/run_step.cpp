@@ -118,10 +118,16 @@ Run::StepOutcome Run::train_step(uint64_t step, bool save_due) {
         exchange->all_reduce();
     }
     if (!exchanges_.empty()) out.exchange_seconds = seconds_since(exchange_start);
-    // The mean over every token of the step, whatever each replica's share.
+    if (hooks_.nonfinite_gradient && hooks_.nonfinite_gradient(step))
+      for (Replica& r : replicas_) {
+        const auto& c = r.params->chunks()[0];
+        r.dev->upload(c.grads.ref().slice(0, 4), std::vector<float>{INFINITY});
+      }
+    // The mean over every token of the step, whatever each replica's share, with the loss
+    // scale divided out.
     for (Replica& r : replicas_) {
       r.sc->step = uint32_t(step);  // also on replicas that had no rows this step
-      r.sc->grad_scale = 1.0f / float(std::max<uint64_t>(tokens, 1));
+      r.sc->grad_scale = 1.0f / (float(std::max<uint64_t>(tokens, 1)) * loss_scale());
       r.optimizer->submit();
     }
     for (Replica& r : replicas_) out.opt = r.optimizer->collect();
@@ -167,7 +173,8 @@ StepTotals Run::run_micro_batch(const Batch& b, uint64_t step, int micro, bool e
       r.sc->step = uint32_t(step);
       r.sc->seed = micro_batch_seed(o_.seed, micro);
       r.sc->dropout_row = uint32_t(first);  // the masks one device with the whole batch draws
-      r.sc->grad_scale = 1.0f;
+      // The loss gradient is scaled up in fp16 (LossScale), so small gradients survive fp16.
+      r.sc->grad_scale = loss_scale();
       if (exchange) {
         // Each bucket's copy to staging is queued right behind the segment that completes it.
         const auto& after = downloads_after_segment(g);

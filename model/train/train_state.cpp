@@ -1,5 +1,7 @@
 #include "model/train/train_state.h"
 
+#include <bit>
+#include <cmath>
 #include <filesystem>
 
 #include "engine/error.h"
@@ -41,17 +43,22 @@ void save_train_state(const std::string& path, const TrainState& s) {
   const auto n = static_cast<int64_t>(s.adam_m.size());
   // Elapsed time is stored in milliseconds: metadata values are strings and integers parse
   // unambiguously.
-  write_safetensors(path,
-                    {{"format", "vkformer-optimizer"},
-                     {"step", std::to_string(s.step)},
-                     {"epoch", std::to_string(s.position.epoch)},
-                     {"batch", std::to_string(s.position.batch)},
-                     {"seed", std::to_string(s.seed)},
-                     {"tokens_seen", std::to_string(s.tokens_seen)},
-                     {"elapsed_ms", std::to_string(uint64_t(s.elapsed_seconds * 1000.0))},
-                     {"train_pairs", std::to_string(s.train_pairs)},
-                     {"params_checksum", s.params_checksum}},
-                    {{"adam.m", {n}, s.adam_m.data()}, {"adam.v", {n}, s.adam_v.data()}});
+  write_safetensors(
+      path,
+      {{"format", "vkformer-optimizer"},
+       {"step", std::to_string(s.step)},
+       {"epoch", std::to_string(s.position.epoch)},
+       {"batch", std::to_string(s.position.batch)},
+       {"seed", std::to_string(s.seed)},
+       {"tokens_seen", std::to_string(s.tokens_seen)},
+       {"elapsed_ms", std::to_string(uint64_t(s.elapsed_seconds * 1000.0))},
+       {"train_pairs", std::to_string(s.train_pairs)},
+       {"params_checksum", s.params_checksum},
+       // The scale's bits, so it comes back exactly.
+       {"loss_scale_bits", std::to_string(std::bit_cast<uint32_t>(s.loss_scale.scale))},
+       {"loss_scale_clean_steps", std::to_string(s.loss_scale.clean_steps)},
+       {"skipped_steps", std::to_string(s.loss_scale.skipped)}},
+      {{"adam.m", {n}, s.adam_m.data()}, {"adam.v", {n}, s.adam_v.data()}});
 }
 
 TrainState load_train_state(const std::string& path, uint64_t expected_floats) {
@@ -83,6 +90,19 @@ TrainState train_state_from(const SafetensorsFile& file, uint64_t expected_float
         c->second.find_first_not_of("0123456789abcdef") != std::string::npos)
       throw Error(path + ": optimizer state has a bad `params_checksum`: '" + c->second + "'");
     s.params_checksum = c->second;
+  }
+  // Files of runs before mixed precision lack the loss scale: they keep the defaults.
+  if (file.metadata().count("loss_scale_bits")) {
+    const uint64_t bits = metadata_u64(file, path, "loss_scale_bits");
+    const float scale = std::bit_cast<float>(uint32_t(bits));
+    if (bits > 0xFFFFFFFFull || !std::isfinite(scale) || !(scale > 0))
+      throw Error(path + ": optimizer state has a bad `loss_scale_bits`: " + std::to_string(bits));
+    s.loss_scale.scale = scale;
+    const uint64_t clean = metadata_u64(file, path, "loss_scale_clean_steps");
+    if (clean > 0xFFFFFFFFull)
+      throw Error(path + ": optimizer state has a bad `loss_scale_clean_steps`");
+    s.loss_scale.clean_steps = uint32_t(clean);
+    s.loss_scale.skipped = metadata_u64(file, path, "skipped_steps");
   }
   if (file.names().size() != 2)
     throw Error(path + " holds " + std::to_string(file.names().size()) +

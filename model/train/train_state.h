@@ -8,6 +8,7 @@
 
 #include "model/data/batcher.h"
 #include "model/safetensors.h"
+#include "model/train/loss_scale.h"
 
 namespace vkf::model {
 
@@ -21,6 +22,9 @@ struct TrainState {
   // params_checksum() of the checkpoint this state belongs to: a state copied beside another
   // run's checkpoint of the same step is refused. Empty in files written before it existed.
   std::string params_checksum;
+  // Mixed precision (fp16 runs): the dynamic loss scale, its clean-step count and the steps
+  // skipped so far. Files of fp32 runs (and older ones) hold the defaults.
+  LossScale loss_scale;
   std::vector<float> adam_m, adam_v;  // flat, ParamLayout order
 };
 

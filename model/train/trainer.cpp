@@ -181,7 +181,9 @@ bool Run::step_loop(TrainSummary& summary) {
     const auto step_start = Clock::now();
     const bool save_due = leader() && o_.save_every_minutes > 0 &&
                           seconds_since(last_save_) >= o_.save_every_minutes * 60.0;
-    const StepOutcome out = train_step(step, save_due);
+    const float scale_used = loss_scale();
+    StepOutcome out = train_step(step, save_due);
+    out.opt.grad_norm /= scale_used;  // the norm of the gradient itself, not of the scaled one
     if (out.abandoned) {
       if (out.dropped > 0)
         say("interrupted during step " + std::to_string(step) + " after " +
@@ -192,9 +194,25 @@ bool Run::step_loop(TrainSummary& summary) {
     }
     summary.exchange_seconds += out.exchange_seconds;
     interval_.exchange_seconds += out.exchange_seconds;
-    if (!out.opt.finite)
+    if (precision_ == Precision::fp16) {
+      // Dynamic loss scaling: an overflow skips the step (the optimizer left the weights and
+      // Adam's moments as they were; the batch is consumed, as in fairseq) and halves the scale.
+      const bool usable = state_.loss_scale.update(out.opt.finite, o_.loss_scale_window);
+      if (!out.opt.finite) {
+        state_.tokens_seen += out.io_tokens;
+        run_tokens_ += out.io_tokens;
+        interval_.skipped++;
+        if (!usable)
+          throw Error("non-finite gradients at every loss scale down to " +
+                      std::to_string(LossScale::k_min) + " at step " + std::to_string(step) +
+                      ": the run has diverged; " + last_good());
+        if (!out.totals.stop_requested) continue;
+        return true;
+      }
+    } else if (!out.opt.finite) {
       throw Error("non-finite gradient at step " + std::to_string(step) +
                   " (parameters left as they were); " + last_good());
+    }
     state_.step = step;
     state_.tokens_seen += out.io_tokens;
     run_tokens_ += out.io_tokens;
@@ -232,9 +250,15 @@ void Run::log_interval(uint64_t step, const Optimizer::Result& opt, double elaps
   m.tokens_per_second = double(run_tokens_) / std::max(elapsed, 1e-9);
   m.elapsed_seconds = elapsed_before_ + elapsed;
   m.eta_seconds = estimate_eta(elapsed, fraction_done(elapsed));
-  say(progress_line(m));
+  if (precision_ == Precision::fp16) {
+    m.loss_scale = state_.loss_scale.scale;
+    m.skipped_steps = state_.loss_scale.skipped;
+  }
+  say(progress_line(m) + "  " + precision_name(precision_));
   nlohmann::json j = to_json(m);
   j["event"] = "train";
+  j["precision"] = precision_name(precision_);
+  j["skipped_in_interval"] = interval_.skipped;
   j["grad_norm"] = opt.grad_norm;
   j["steps_in_interval"] = interval_.steps;
   j["interval_seconds"] = seconds_since(interval_.start);
@@ -277,6 +301,8 @@ void Run::finish(bool interrupted, TrainSummary& summary) {
     say("checkpoint " + summary.last_checkpoint);
   }
   summary.steps = state_.step;
+  summary.precision = precision_;
+  summary.loss_scale = state_.loss_scale;
   for (const Replica& r : replicas_) summary.replica_rows.push_back(r.rows_done);
   summary.epoch = stream_->position().epoch;
   summary.interrupted = interrupted;

@@ -18,6 +18,8 @@
 #include "model/data/batcher.h"
 #include "model/data/line_reader.h"
 #include "model/data/parallel_text.h"
+#include "model/precision.h"
+#include "model/train/loss_scale.h"
 #include "model/train/output_lock.h"
 
 namespace vkf::model {
@@ -42,6 +44,12 @@ struct TrainerOptions {
 
   uint64_t seed = 1;
   ops::AdamOptions adam;  // schedule, factor, warm-up, clipping; d_model is set from config
+  // Mixed precision (issue 15): fp16 copies of the weights, fp16 activations and activation
+  // gradients, fp32 master weights, Adam state and accumulation, dynamic loss scaling (a
+  // non-finite gradient skips the step and halves the scale; loss_scale_window clean steps
+  // double it). automatic: fp16 on GPUs with 16-bit storage, fp32 on CPU devices.
+  PrecisionChoice precision = PrecisionChoice::fp32;
+  uint32_t loss_scale_window = LossScale::k_window;
 
   uint64_t log_every = 10;        // steps between progress lines
   uint64_t valid_every = 0;       // steps between validations (0: only at the end)
@@ -90,6 +98,9 @@ struct TrainTestHooks {
   std::function<void(uint64_t step, int replica)> before_submit;
   // A stop request arrives after this many micro-batches of this invocation (0: never).
   uint64_t stop_after_micro_batches = 0;
+  // True for a step: an Inf is written into its accumulated gradients before the optimizer
+  // runs, standing for an fp16 overflow.
+  std::function<bool(uint64_t step)> nonfinite_gradient;
 };
 
 struct ValidationResult {
@@ -104,13 +115,15 @@ struct TrainSummary {
   uint64_t epoch = 0;
   std::string last_checkpoint;
   std::optional<ValidationResult> first_valid, last_valid;
-  double train_loss_per_token = 0;   // over the last logging interval
-  double tokens_per_second = 0;      // source + target, over this invocation
-  bool interrupted = false;          // stopped by stop_requested
-  uint64_t peak_pool_bytes = 0;      // activation memory held by the recorded graphs
-  double exchange_seconds = 0;       // gradient exchange the steps waited for, this invocation
-  double step_seconds = 0;           // whole steps, this invocation
-  std::vector<double> replica_rows;  // sentences trained by each replica of this process
+  double train_loss_per_token = 0;        // over the last logging interval
+  double tokens_per_second = 0;           // source + target, over this invocation
+  bool interrupted = false;               // stopped by stop_requested
+  uint64_t peak_pool_bytes = 0;           // activation memory held by the recorded graphs
+  double exchange_seconds = 0;            // gradient exchange the steps waited for, this invocation
+  double step_seconds = 0;                // whole steps, this invocation
+  std::vector<double> replica_rows;       // sentences trained by each replica of this process
+  Precision precision = Precision::fp32;  // what the run took
+  LossScale loss_scale;                   // where the scale ended, and the skipped steps
 };
 
 // The refusals that depend on --out and --resume alone (a run's checkpoints without --resume,

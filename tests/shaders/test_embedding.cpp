@@ -24,6 +24,7 @@ struct Case {
   uint32_t distinct = 0;     // token ids drawn from [0, distinct) (repeats when small); 0 = vocab
   DType dtype = DType::f32;  // storage of out and dout
   bool bad_ids = false;      // some ids outside [0, vocab): ignored like padding
+  DType table_dtype = DType::f32;  // storage of the token table the forward reads
 };
 
 template <typename T>
@@ -60,7 +61,7 @@ Data make_data(const Case& c, uint32_t seed) {
     d.tokens.push_back(id);
     d.positions.push_back(int32_t(rng() % (s.max_len ? s.max_len : 300)));
   }
-  d.table = test::random_floats(size_t{s.vocab} * s.d, seed + 1);
+  d.table = test::stored(test::random_floats(size_t{s.vocab} * s.d, seed + 1), c.table_dtype);
   if (c.learned) d.pos_table = test::random_floats(size_t{s.max_len} * s.d, seed + 2);
   d.dout = test::stored(test::random_floats(size_t{s.tokens} * s.d, seed + 3), c.dtype);
   d.dtable0 = test::random_floats(size_t{s.vocab} * s.d, seed + 4);
@@ -78,7 +79,7 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4, uint32_t dropout
   const auto& s = c.shape;
   const size_t n = size_t{s.tokens} * s.d;
   Buffer tokens = upload(dev, data.tokens, "tokens"), pos = upload(dev, data.positions, "pos");
-  Buffer table = upload(dev, data.table, "table");
+  Buffer table = test::upload_as(dev, data.table, c.table_dtype, "table");
   Buffer pos_table = c.learned ? upload(dev, data.pos_table, "pos_table") : Buffer{};
   Buffer out = test::upload_as(dev, std::vector<float>(n, test::poison(c.dtype)), c.dtype, "out");
   Buffer dout = test::upload_as(dev, data.dout, c.dtype, "dout");
@@ -95,6 +96,7 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4, uint32_t dropout
   f.tokens = tokens;
   f.positions = pos;
   f.table = table;
+  f.table_dtype = c.table_dtype;
   if (c.learned) f.pos_table = pos_table;
   f.out = out;
   f.step = st;
@@ -141,7 +143,8 @@ void check_case(const Case& c, uint32_t seed) {
   const auto& s = c.shape;
   INFO("tokens " << s.tokens << " d " << s.d << " vocab " << s.vocab << " len " << s.len
                  << " learned " << c.learned << " p " << c.p << " distinct " << c.distinct << " "
-                 << dtype_name(c.dtype) << (c.bad_ids ? " bad ids" : ""));
+                 << dtype_name(c.dtype) << " table " << dtype_name(c.table_dtype)
+                 << (c.bad_ids ? " bad ids" : ""));
   Data data = make_data(c, seed);
   const uint32_t n = s.tokens * s.d;
   auto mask = ref::dropout_mask(n, c.p, 17, 4, 3);
@@ -213,6 +216,20 @@ VKF_TEST_CASE("embedding with f16 storage matches the reference", "[shaders][emb
     }
   check_case({shape(600, 16, 40, 30, 0, 0), false, 0.1f, 4, DType::f16}, 1);
   check_case({shape(257, 9, 20, 0, 300, 2), true, 0.3f, 6, DType::f16}, 3);
+}
+
+// The model's fp16 weights (issue 15): the forward reads an fp16 token table, with out in either
+// storage type. The reference reads the same rounded table, so the tolerances are those above.
+VKF_TEST_CASE("embedding forward reads an f16 token table", "[shaders][embedding][f16]") {
+  if (!test::has_storage16()) return;
+  auto [tokens, d, vocab, len] = GENERATE(table<uint32_t, uint32_t, uint32_t, uint32_t>(
+      {{1, 1, 5, 1}, {15, 7, 50, 5}, {40, 100, 30, 0}, {7, 513, 10, 7}}));
+  for (DType out : {DType::f32, DType::f16})
+    for (bool learned : {false, true}) {
+      const uint32_t max_len = learned ? (len ? len : 64) : 0;
+      Case c{shape(tokens, d, vocab, len, max_len, 1), learned, 0.2f, 0, out, true, DType::f16};
+      check_case(c, tokens + d + learned + 7);
+    }
 }
 
 // The f16 kernels do the f32 kernels' arithmetic on the values they load: on the same inputs

@@ -107,6 +107,35 @@ VKF_TEST_CASE("fp32 <-> fp16 casts round trip", "[shaders][small_ops][cast]") {
   }
 }
 
+// Mixed-precision training moves fp16 weight gradients into fp32 accumulators this way.
+VKF_TEST_CASE("fp16 values drained into fp32 accumulators", "[shaders][small_ops][cast]") {
+  Device& dev = test::device();
+  if (!dev.info().storage16) {
+    WARN("no 16-bit storage on " << dev.label());
+    return;
+  }
+  for (uint32_t n : {1u, 7u, 100001u}) {
+    const auto x = test::stored(test::random_floats(n, n, -300.0f, 300.0f), DType::f16);
+    const auto y0 = test::random_floats(n, n + 1, -1.0f, 1.0f);
+    Buffer bx = test::upload_as(dev, x, DType::f16, "x");
+    Buffer by = dev.allocate(uint64_t{n} * 4 + 4, "y");
+    dev.upload(by, y0);
+    dev.upload(by.ref().slice(uint64_t{n} * 4, 4), std::vector<float>{test::k_poison});
+    Recorder rec(dev);
+    ops::drain_f16_into_f32(dev, rec, {.x = bx, .y = by, .n = n});
+    rec.finish().run();
+    const auto y = dev.download<float>(by, n + 1);
+    std::vector<double> want(n);
+    for (uint32_t i = 0; i < n; ++i) want[i] = double(y0[i]) + double(x[i]);
+    // One fp32 addition of two exact values: half an fp32 ulp.
+    CHECK(test::tolerance_ratio(std::vector<float>(y.begin(), y.begin() + n), want, 1e-30,
+                                std::ldexp(1.0, -24)) <= 1.0);
+    CHECK(y[n] == test::k_poison);  // nothing written past n
+    const auto drained = test::download_as(dev, bx, n, DType::f16);
+    CHECK(std::all_of(drained.begin(), drained.end(), [](float v) { return v == 0.0f; }));
+  }
+}
+
 VKF_TEST_CASE("sum and mean reductions are deterministic and match double",
               "[shaders][small_ops][reduce]") {
   Device& dev = test::device();
