@@ -5,6 +5,7 @@
 #include <random>
 #include <sstream>
 
+#include "bench/tune/check_io.h"
 #include "engine/error.h"
 #include "engine/ops/matmul.h"
 #include "tests/reference/matmul.h"
@@ -25,48 +26,26 @@ struct Shape {
   ops::Epilogue epilogue;
 };
 
-std::vector<float> random_values(std::mt19937& rng, size_t n, DType t) {
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = t == DType::f16 ? ref::round_half(d(rng)) : d(rng);
-  return v;
-}
-
-void upload(Device& dev, const BufferRef& b, const std::vector<float>& v, DType t) {
-  if (t == DType::f32) return dev.upload(b, v);
-  std::vector<uint16_t> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) h[i] = ref::to_half(v[i]);
-  dev.upload(b, h);
-}
-
-std::vector<float> download(Device& dev, const BufferRef& b, size_t n, DType t) {
-  if (t == DType::f32) return dev.download<float>(b, n);
-  const std::vector<uint16_t> h = dev.download<uint16_t>(b, n);
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = ref::from_half(h[i]);
-  return v;
-}
-
 std::string check_shape(Device& dev, const ops::MatmulConfig& cfg, const ops::MatmulProblem& p,
                         const Shape& s, bool sabotage) {
   const DType t = p.dtype;
   std::mt19937 rng(s.m * 131 + s.n * 7 + s.k);
   const uint64_t a_elems = uint64_t(s.m) * s.k, b_elems = uint64_t(s.k) * s.n,
                  c_elems = uint64_t(s.m) * s.n;
-  const std::vector<float> a = random_values(rng, a_elems * s.batch, t),
-                           b = random_values(rng, b_elems * s.batch, t),
-                           bias = random_values(rng, s.n, t);
-  std::vector<float> c = random_values(rng, c_elems * s.batch, t);
+  const std::vector<float> a = random_stored(rng, a_elems * s.batch, t),
+                           b = random_stored(rng, b_elems * s.batch, t),
+                           bias = random_stored(rng, s.n, t);
+  std::vector<float> c = random_stored(rng, c_elems * s.batch, t);
   const uint32_t es = dtype_bytes(t);
   Buffer ab = dev.allocate(a.size() * es, "tuner check A"),
          bb = dev.allocate(b.size() * es, "tuner check B"),
          cb = dev.allocate(c.size() * es, "tuner check C"),
          biasb = dev.allocate(bias.size() * es, "tuner check bias");
-  upload(dev, ab, a, t);
-  upload(dev, bb, b, t);
-  upload(dev, biasb, bias, t);
+  upload_stored(dev, ab, a, t);
+  upload_stored(dev, bb, b, t);
+  upload_stored(dev, biasb, bias, t);
   if (s.beta != 0.0f) {
-    upload(dev, cb, c, t);
+    upload_stored(dev, cb, c, t);
   } else {
     if (t == DType::f32)
       dev.upload(cb, std::vector<uint32_t>(c.size(), k_poison_bits));
@@ -93,7 +72,7 @@ std::string check_shape(Device& dev, const ops::MatmulConfig& cfg, const ops::Ma
   } catch (const Error& e) {
     return std::string("the op refused it: ") + e.what();
   }
-  const std::vector<float> got = download(dev, cb, c.size(), t);
+  const std::vector<float> got = download_stored(dev, cb, c.size(), t);
 
   ref::Gemm g;
   g.m = s.m, g.n = s.n, g.k = s.k, g.batch = s.batch;
