@@ -18,6 +18,7 @@
 #include "model/train_graph.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/small_corpus.h"
+#include "tests/support/small_run.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -75,31 +76,11 @@ Buffer make_scalars(Device& dev, float grad_scale) {
   return s;
 }
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::read_bytes;
 
 TrainerOptions small_run(const fs::path& out, PrecisionChoice precision) {
-  const auto& corpus = test::small_corpus();
-  TrainerOptions o;
-  o.config = ModelConfig::preset("tiny");
-  o.config.d_model = 32;
-  o.config.d_ff = 64;
-  o.config.heads = 2;
-  o.config.encoder_layers = o.config.decoder_layers = 1;
-  o.config.max_len = 64;
-  o.config.dropout = 0.1f;
-  o.train = CorpusFiles::two_files(corpus.src.string(), corpus.tgt.string());
-  o.vocab = corpus.vocab.string();
-  o.out_dir = out.string();
-  o.max_sequence_len = 64;
-  o.batching.max_tokens = 256;
-  o.adam.warmup_steps = 10;
+  TrainerOptions o = test::small_run(out);
   o.log_every = 1;
-  o.progress = nullptr;
   o.precision = precision;
   return o;
 }

@@ -14,7 +14,8 @@
 #include "model/train/train_state.h"
 #include "model/train/trainer.h"
 #include "tests/reference/transformer.h"
-#include "tests/support/small_corpus.h"
+#include "tests/support/small_run.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -23,38 +24,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using test::small_run;
 using test::temp_dir;
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-const test::SmallCorpus& corpus() {
-  return test::small_corpus();
-}
-
-TrainerOptions small_run(const fs::path& out) {
-  TrainerOptions o;
-  o.config = ModelConfig::preset("tiny");
-  o.config.d_model = 32;
-  o.config.d_ff = 64;
-  o.config.heads = 2;
-  o.config.encoder_layers = o.config.decoder_layers = 1;
-  o.config.max_len = 64;
-  o.config.dropout = 0.1f;
-  o.train = CorpusFiles::two_files(corpus().src.string(), corpus().tgt.string());
-  o.vocab = corpus().vocab.string();
-  o.out_dir = out.string();
-  o.max_sequence_len = 64;
-  o.batching.max_tokens = 256;
-  o.adam.warmup_steps = 10;
-  o.log_every = 1000;
-  o.progress = nullptr;
-  return o;
-}
+using test::read_bytes;
 
 }  // namespace
 

@@ -14,7 +14,8 @@
 #include "engine/tuning.h"
 #include "model/checkpoint.h"
 #include "model/train/trainer.h"
-#include "tests/support/small_corpus.h"
+#include "tests/support/small_run.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -23,31 +24,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::read_bytes;
 
 TrainerOptions small_run(const fs::path& out) {
-  const test::SmallCorpus& corpus = test::small_corpus();
-  TrainerOptions o;
-  o.config = ModelConfig::preset("tiny");
-  o.config.d_model = 32;
-  o.config.d_ff = 64;
-  o.config.heads = 2;
-  o.config.encoder_layers = o.config.decoder_layers = 1;
-  o.config.max_len = 64;
-  o.config.dropout = 0.1f;
-  o.train = CorpusFiles::two_files(corpus.src.string(), corpus.tgt.string());
-  o.vocab = corpus.vocab.string();
-  o.out_dir = out.string();
-  o.max_sequence_len = 64;
-  o.batching.max_tokens = 256;
-  o.adam.warmup_steps = 10;
-  o.log_every = 1000;
-  o.progress = nullptr;
+  TrainerOptions o = test::small_run(out);
   o.max_steps = 3;
   return o;
 }
