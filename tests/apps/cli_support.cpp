@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace vkf::test {
 
-const std::string k_vkf = std::string(VKF_BINARY_DIR) + "/apps/vkf";
+const std::string k_vkf = VKF_BINARY_DIR "/apps/vkf";
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -213,9 +213,9 @@ TEST_CASE("vkf score agrees with PyTorch on the same checkpoint", "[apps][cli][t
   for (std::string a, b; std::getline(ls, a) && std::getline(lt, b);) tsv << a << '\t' << b << '\n';
   tsv.close();
   const std::string cmd =
-      "/usr/bin/python3 " + std::string(VKF_SOURCE_DIR) +
-      "/bench/torch_translate.py score --model " + (model / "checkpoint-2.safetensors").string() +
-      " <" + (dir / "ids.tsv").string() + " >" + (dir / "torch.tsv").string() + " 2>/dev/null";
+      std::string("/usr/bin/python3 " VKF_SOURCE_DIR "/bench/torch_translate.py score --model ") +
+      (model / "checkpoint-2.safetensors").string() + " <" + (dir / "ids.tsv").string() + " >" +
+      (dir / "torch.tsv").string() + " 2>/dev/null";
   REQUIRE(std::system(cmd.c_str()) == 0);
   Result ours = run_vkf("score --model " + model.string() + " --src " + src.string() + " --tgt " +
                         tgt.string());
@@ -233,8 +233,8 @@ TEST_CASE("vkf score agrees with PyTorch on the same checkpoint", "[apps][cli][t
   CHECK(lines == 12);
   // The benchmark's anchor decodes with a key/value cache: same log-probabilities and outputs
   // as nn.Transformer over the whole prefix.
-  const std::string check = "/usr/bin/python3 " + std::string(VKF_SOURCE_DIR) +
-                            "/bench/torch_translate.py check --model " +
-                            (model / "checkpoint-2.safetensors").string() + " >/dev/null 2>&1";
+  const std::string check =
+      std::string("/usr/bin/python3 " VKF_SOURCE_DIR "/bench/torch_translate.py check --model ") +
+      (model / "checkpoint-2.safetensors").string() + " >/dev/null 2>&1";
   CHECK(std::system(check.c_str()) == 0);
 }

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string k_vkf = std::string(VKF_BINARY_DIR) + "/apps/vkf";
+const std::string k_vkf = VKF_BINARY_DIR "/apps/vkf";
 
 std::vector<std::string> read_lines(const fs::path& p) {
   std::ifstream in(p);
