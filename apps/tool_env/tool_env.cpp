@@ -46,6 +46,16 @@ std::string tune_default() {
   return t.empty() ? "auto" : t;
 }
 
+double tune_budget_seconds() {
+  const std::string t = env("VKF_TUNE_BUDGET");
+  if (t.empty()) return 30;
+  char* end = nullptr;
+  const double seconds = std::strtod(t.c_str(), &end);
+  if (end == t.c_str() || *end != '\0' || !(seconds > 0) || seconds > 1e6)
+    throw Error("VKF_TUNE_BUDGET must be a positive number of seconds, not '" + t + "'");
+  return seconds;
+}
+
 const CpuDriverSettings& configure_cpu_driver() {
   return vkf::configure_cpu_driver(cache_dir());
 }

@@ -9,6 +9,7 @@
 //   VKF_ATTENTION_PATH=tiled|rows  DeviceOptions::ops.attention_rows ("automatic" = unset)
 //   VKF_TUNE=auto|off|FILE         the default of --tune (train, translate, bench; "auto"
 //                                  unset); the tests set off
+//   VKF_TUNE_BUDGET=SECONDS        the budget of --tune auto's first run on a device (30)
 // A value the tools cannot read throws vkf::Error naming the variable.
 #include <string>
 
@@ -23,6 +24,8 @@ InstanceOptions instance_options(InstanceOptions base = {});
 DeviceOptions device_options(DeviceOptions base = {});
 // VKF_TUNE, else "auto".
 std::string tune_default();
+// VKF_TUNE_BUDGET (a positive number of seconds), else 30.
+double tune_budget_seconds();
 // VKF_CACHE_DIR, else $XDG_CACHE_HOME/vkformer, else $HOME/.cache/vkformer; "" without any.
 std::string cache_dir();
 // vkf::configure_cpu_driver(cache_dir()): call before the first Instance.

@@ -46,18 +46,6 @@ std::vector<DeviceInfo> chosen_devices(const Instance& instance, const std::stri
   return out;
 }
 
-// The f32 matmul shapes of the suite up to 2^32 m n k: what --tune auto tunes when the device
-// has no file yet (beyond, one run of the default alone takes seconds on a CPU device, and the
-// shape classes are the same).
-std::vector<ops::MatmulProblem> bench_matmul_problems(bench::Suite suite) {
-  std::vector<ops::MatmulProblem> out;
-  for (const bench::MatmulShape& s : bench::matmul_shapes())
-    if (s.suite <= suite && double(s.m) * s.n * s.k <= 4294967296.0)
-      out.push_back({DType::f32, s.form == bench::MatmulForm::atb, s.form == bench::MatmulForm::abt,
-                     s.m, s.n, s.k});
-  return out;
-}
-
 int run_bench(const BenchArgs& a) {
   bench::RunOptions o = a.options;
   o.suite = bench::parse_suite(a.suite);
@@ -82,7 +70,7 @@ int run_bench(const BenchArgs& a) {
   for (const DeviceInfo& info : infos) {
     Device dev(instance, info);
     std::cerr << "vkf bench: suite " << a.suite << " on " << dev.label() << "\n";
-    apply_tuning(dev, a.tune, bench_matmul_problems(o.suite), "vkf bench", tool::cache_dir());
+    apply_tuning(dev, a.tune, bench_tune_shapes(o.suite), "vkf bench", tool::cache_dir());
     report.devices.push_back(bench::run_suite(dev, o, std::cerr));
     std::cout << bench::results_table(report.devices.back()) << std::flush;
   }

@@ -13,6 +13,7 @@
 #include "engine/error.h"
 #include "engine/exchange/process_group.h"
 #include "model/data/tokenizer.h"
+#include "model/precision.h"
 #include "model/train/output_lock.h"
 #include "model/train/trainer.h"
 
@@ -155,14 +156,20 @@ int run_train(TrainArgs& a) {
   for (const auto& sel : selectors) {
     devices.push_back(open_device(sel));
     replicas.push_back(devices.back().get());
-    // The vocabulary projection is left out (the size is known once the vocabulary is read);
-    // the tuning runs at up to 4096 rows, which shares its shape classes with larger batches.
+    // The vocabulary projection and the loss are left out (the size is known once the
+    // vocabulary is read); the tuning runs at up to 4096 rows, which shares its shape classes
+    // with larger batches, over sentences of the benchmark's length, in the storage this
+    // device trains in.
     model::ModelConfig shapes = o.config;
     shapes.vocab_size = 0;
-    apply_tuning(
-        *devices.back(), a.tune,
-        model_matmul_shapes(shapes, uint32_t(std::min<int64_t>(o.batching.max_tokens, 4096)), true),
-        "vkf train");
+    const DType dtype =
+        model::activation_dtype(model::resolve_precision(o.precision, devices.back()->info()));
+    apply_tuning(*devices.back(), a.tune,
+                 model_tune_shapes(shapes,
+                                   {uint32_t(std::min<int64_t>(o.batching.max_tokens, 4096)),
+                                    bench::k_train_len, true, dtype},
+                                   devices.back()->info()),
+                 "vkf train");
   }
   model::TrainSummary s = model::train(replicas, o);
   if (s.interrupted && s.last_checkpoint.empty()) {

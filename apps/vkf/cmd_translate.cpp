@@ -82,11 +82,13 @@ int run(const TranslateArgs& args) {
   auto instance = std::make_shared<Instance>(tool::instance_options());
   auto dev = Device::create(instance, tool::device_options({.selector = args.device}));
   // Decoder steps run beam x batch rows; the encoder more, which the same classes cover.
-  apply_tuning(
-      *dev, args.tune,
-      model_matmul_shapes(m.checkpoint.config, args.options.beam * args.options.batch_size, false),
-      "vkf translate");
   const model::Precision precision = model::resolve_precision(precision_choice, dev->info());
+  apply_tuning(*dev, args.tune,
+               model_tune_shapes(m.checkpoint.config,
+                                 {uint32_t(args.options.beam * args.options.batch_size),
+                                  bench::k_train_len, false, model::activation_dtype(precision)},
+                                 dev->info()),
+               "vkf translate");
   // Weights only: no training state.
   model::DeviceWeights params(*dev, m.checkpoint.config, 0, precision);
   params.upload_checked(m.checkpoint.params, m.path);

@@ -52,17 +52,10 @@ tune::TuneShapes in_storage(const tune::TuneShapes& f32, const std::vector<DType
 }
 
 tune::TuneShapes model_shapes(const TuneArgs& a, const DeviceInfo& info) {
-  tune::TuneShapes out;
-  if (a.preset.empty() && a.model.empty()) {
-    // The benchmark's quick and standard shapes (bench/suite/shapes.h) up to 2^32 m n k:
-    // 1024^3, the Transformer-base FFN at 4096 tokens and its backward. The vocabulary
-    // projection is left out: on a CPU device one run takes seconds.
-    for (const bench::MatmulShape& s : bench::matmul_shapes())
-      if (s.suite <= bench::Suite::standard && double(s.m) * s.n * s.k <= 4294967296.0)
-        out.matmul.push_back({DType::f32, s.form == bench::MatmulForm::atb,
-                              s.form == bench::MatmulForm::abt, s.m, s.n, s.k});
-    return out;
-  }
+  // Without a model, the benchmark's quick and standard shapes: 1024^3, the Transformer-base
+  // FFN at 4096 tokens and its backward (the vocabulary projection takes seconds a run on a CPU
+  // device).
+  if (a.preset.empty() && a.model.empty()) return bench_tune_shapes(bench::Suite::standard);
   model::ModelConfig c;
   if (!a.model.empty()) {
     c = model::load_checkpoint(model::resolve_checkpoint(a.model)).config;
@@ -73,25 +66,8 @@ tune::TuneShapes model_shapes(const TuneArgs& a, const DeviceInfo& info) {
   const uint32_t tokens =
       a.tokens ? a.tokens
                : bench::train_tokens(a.preset.empty() ? "base" : a.preset, info.is_cpu());
-  out.matmul = model_matmul_shapes(c, tokens, true);
-  // Training's attention: the encoder's and the cross-attention's (full) and the decoder's
-  // (causal) over sentences of `len` tokens, each kernel; LayerNorm over d_model, forward and
-  // backward; the loss over the vocabulary. f32: the storage the model trains in.
-  const uint32_t len = std::min(a.len, tokens);
-  const uint32_t dk = uint32_t(c.head_dim_k()), dv = uint32_t(c.head_dim_v());
-  for (bool causal : {false, true})
-    for (auto kernel : {ops::AttentionKernel::forward, ops::AttentionKernel::backward_kv,
-                        ops::AttentionKernel::backward_q})
-      out.attention.push_back({{DType::f32, kernel, dk, dv, len, len, causal},
-                               std::max(1u, tokens / len),
-                               uint32_t(c.heads)});
-  // The row kernels are timed at up to 1024 rows (256 on a CPU device): a workgroup reduces a
-  // row, so more rows repeat the same work (1024 workgroups fill a GPU, 256 a CPU's threads),
-  // while a CPU device spends a second or more on 1024 rows of the vocabulary.
-  const uint32_t d = uint32_t(c.d_model), rows = std::min(tokens, info.is_cpu() ? 256u : 1024u);
-  out.layer_norm = {{DType::f32, false, rows, d}, {DType::f32, true, rows, d}};
-  if (c.vocab_size > 0) out.cross_entropy.push_back({DType::f32, rows, uint32_t(c.vocab_size)});
-  return out;
+  // f32, the storage the model trains in; --dtype adds f16 (in_storage).
+  return model_tune_shapes(c, {tokens, a.len, true, DType::f32}, info);
 }
 
 tune::TuneShapes shapes_for(const TuneArgs& a, const DeviceInfo& info) {

@@ -1,14 +1,30 @@
 #include "apps/vkf/tuning_choice.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "apps/tool_env/tool_env.h"
-#include "bench/tune/matmul_tuner.h"
 #include "engine/error.h"
 #include "engine/tuning_file.h"
 
 namespace vkf::app {
+namespace {
+
+// "matmul, attention, LayerNorm": the families `shapes` holds.
+std::string families(const tune::TuneShapes& shapes) {
+  std::string out;
+  auto add = [&out](bool present, const char* name) {
+    if (present) out += (out.empty() ? "" : ", ") + std::string(name);
+  };
+  add(!shapes.matmul.empty(), "matmul");
+  add(!shapes.attention.empty(), "attention");
+  add(!shapes.layer_norm.empty(), "LayerNorm");
+  add(!shapes.cross_entropy.empty(), "cross-entropy");
+  return out;
+}
+
+}  // namespace
 
 void add_tune_option(CLI::App& sub, std::string& value) {
   value = tool::tune_default();
@@ -18,25 +34,55 @@ void add_tune_option(CLI::App& sub, std::string& value) {
       ->capture_default_str();
 }
 
-std::vector<ops::MatmulProblem> model_matmul_shapes(const model::ModelConfig& c, uint32_t tokens,
-                                                    bool training) {
-  const uint32_t d = uint32_t(c.d_model), ff = uint32_t(c.d_ff), v = uint32_t(c.vocab_size);
+tune::TuneShapes model_tune_shapes(const model::ModelConfig& c, const ModelWork& work,
+                                   const DeviceInfo& info) {
+  tune::TuneShapes out;
+  const uint32_t tokens = work.tokens, d = uint32_t(c.d_model), ff = uint32_t(c.d_ff),
+                 v = uint32_t(c.vocab_size);
   // (in, out) of each kind of Linear: attention projections, FFN in and out, the vocabulary.
   std::vector<std::pair<uint32_t, uint32_t>> linears{{d, d}, {d, ff}, {ff, d}};
   if (v) linears.emplace_back(d, v);
-  std::vector<ops::MatmulProblem> out;
   for (auto [in, o] : linears) {
-    out.push_back({DType::f32, false, true, tokens, o, in});  // y = x W^T
-    if (!training) continue;
-    out.push_back({DType::f32, false, false, tokens, in, o});  // dx = dy W
-    out.push_back({DType::f32, true, false, o, in, tokens});   // dW += dy^T x
+    out.matmul.push_back({work.dtype, false, true, tokens, o, in});  // y = x W^T
+    if (!work.training) continue;
+    out.matmul.push_back({work.dtype, false, false, tokens, in, o});  // dx = dy W
+    out.matmul.push_back({work.dtype, true, false, o, in, tokens});   // dW += dy^T x
   }
+  // The encoder's self-attention and the cross-attention (full) and, training, the decoder's
+  // (causal) over sentences of `len` tokens.
+  const uint32_t len = std::max(1u, std::min(work.len, tokens));
+  const uint32_t dk = uint32_t(c.head_dim_k()), dv = uint32_t(c.head_dim_v());
+  for (bool causal : {false, true}) {
+    if (causal && !work.training) continue;
+    for (auto kernel : {ops::AttentionKernel::forward, ops::AttentionKernel::backward_kv,
+                        ops::AttentionKernel::backward_q}) {
+      if (kernel != ops::AttentionKernel::forward && !work.training) continue;
+      out.attention.push_back({{work.dtype, kernel, dk, dv, len, len, causal},
+                               std::max(1u, tokens / len),
+                               uint32_t(c.heads)});
+    }
+  }
+  // The row kernels are timed at up to 1024 rows (256 on a CPU device): a workgroup reduces a
+  // row, so more rows repeat the same work (1024 workgroups fill a GPU, 256 a CPU's threads),
+  // while a CPU device spends a second or more on 1024 rows of the vocabulary.
+  const uint32_t rows = std::min(tokens, info.is_cpu() ? 256u : 1024u);
+  out.layer_norm.push_back({work.dtype, false, rows, d});
+  if (work.training) out.layer_norm.push_back({work.dtype, true, rows, d});
+  if (work.training && v > 0) out.cross_entropy.push_back({work.dtype, rows, v});
   return out;
 }
 
-void apply_tuning(Device& dev, const std::string& choice,
-                  const std::vector<ops::MatmulProblem>& shapes, const std::string& who,
-                  const std::string& cache_dir) {
+tune::TuneShapes bench_tune_shapes(bench::Suite suite) {
+  tune::TuneShapes out;
+  for (const bench::MatmulShape& s : bench::matmul_shapes())
+    if (s.suite <= suite && double(s.m) * s.n * s.k <= 4294967296.0)
+      out.matmul.push_back({DType::f32, s.form == bench::MatmulForm::atb,
+                            s.form == bench::MatmulForm::abt, s.m, s.n, s.k});
+  return out;
+}
+
+void apply_tuning(Device& dev, const std::string& choice, const tune::TuneShapes& shapes,
+                  const std::string& who, const std::string& cache_dir) {
   auto say = [&](const std::string& line) {
     std::fprintf(stderr, "%s: kernels %s\n", who.c_str(), line.c_str());
   };
@@ -56,14 +102,15 @@ void apply_tuning(Device& dev, const std::string& choice,
   TuningLoad l = load_tuning(path, dev.info());
   if (!l.tuning) {
     // The first run on this device and driver: a short search, kept for the next runs.
+    const double budget = tool::tune_budget_seconds();
     std::fprintf(stderr,
-                 "%s: no tuning file for %s yet: tuning matmuls for %.0f s (--tune off "
+                 "%s: no tuning file for %s yet: tuning its kernels (%s) for %.0f s (--tune off "
                  "skips this; `vkf tune` searches longer)\n",
-                 who.c_str(), dev.label().c_str(), k_auto_tune_seconds);
+                 who.c_str(), dev.label().c_str(), families(shapes).c_str(), budget);
     tune::DeviceTimer timer;
     tune::TunerOptions o;
-    o.budget_seconds = k_auto_tune_seconds;
-    write_tuning_file(path, tune::tune_matmuls(dev, shapes, timer, o));
+    o.budget_seconds = budget;
+    write_tuning_file(path, tune::tune_model(dev, shapes, timer, o).file);
     l = load_tuning(path, dev.info());
     if (!l.tuning) throw Error("the tuning file just written does not load: " + l.note);
   }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "engine/tuning_file.h"
 #include "tests/apps/cli_support.h"
@@ -88,4 +89,43 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   CHECK(r.status != 0);
   CHECK_THAT(r.err, Catch::Contains("--dtype"));
   CHECK(!fs::exists(dir / "f64.json"));
+}
+
+TEST_CASE("vkf train --tune auto tunes on a new device, then vkf translate reuses the file",
+          "[apps][cli][tune]") {
+  const fs::path dir = vkf::test::temp_dir("cli-tune-auto");
+  // A cache directory of its own, so this is the first run on this device and driver there (the
+  // lavapipe shader cache stays the tests', inherited through MESA_SHADER_CACHE_DIR).
+  const std::string env =
+      "VKF_CACHE_DIR=" + (dir / "cache").string() + " VKF_TUNE=auto VKF_TUNE_BUDGET=3 ";
+  CliResult r = run_shell(env + k_vkf + " " +
+                          vkf::test::train_args(dir / "run", "--max-steps 1 --precision fp32"));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  // Training without a vocabulary size yet: the loss is not among the families.
+  CHECK_THAT(r.err,
+             Catch::Contains("yet: tuning its kernels (matmul, attention, LayerNorm) for 3 s"));
+  CHECK_THAT(r.err, Catch::Contains("vkf train: kernels tuned (" + (dir / "cache").string()));
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir / "cache"))
+    if (e.path().string().ends_with(".tuning.json")) files.push_back(e.path());
+  REQUIRE(files.size() == 1);
+  const vkf::TuningFile f = vkf::read_tuning_file(files[0].string());
+  REQUIRE(!f.matmul.empty());  // the first family's first class is always searched
+  for (const auto& t : f.matmul) CHECK(t.shape.dtype == vkf::DType::f32);
+
+  // The next command on this device reads the file instead of tuning again.
+  std::ofstream(dir / "in.txt") << "a small test\n";
+  r = run_shell(env + k_vkf + " translate --model " + vkf::test::trained_model().string() +
+                " --input " + (dir / "in.txt").string());
+  CHECK(r.status == 0);
+  CHECK(r.err.find("no tuning file") == std::string::npos);
+  CHECK_THAT(r.err, Catch::Contains("vkf translate: kernels tuned (" + files[0].string() + ")"));
+
+  // A budget the tools cannot read is an error before any tuning.
+  r = run_shell("VKF_CACHE_DIR=" + (dir / "cache2").string() +
+                " VKF_TUNE=auto VKF_TUNE_BUDGET=soon " + k_vkf + " " +
+                vkf::test::train_args(dir / "run2", "--max-steps 1"));
+  CHECK(r.status != 0);
+  CHECK_THAT(r.err, Catch::Contains("VKF_TUNE_BUDGET must be a positive number of seconds"));
 }
