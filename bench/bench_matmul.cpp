@@ -9,6 +9,7 @@
 //   VKF_BENCH_F16_ALL=1                           f16 rows at every shape (default: the smaller)
 //   VKF_BENCH_TORCH=0                             no PyTorch; VKF_PYTHON picks its interpreter
 //   VKF_BENCH_DEVICE=<selector>                   pick the Vulkan device (default: best)
+//   VKF_BENCH_TUNING=<file>                       run the device with a `vkf tune` file
 //   VKF_MATMUL_CONFIG=<row>                       force a tuning-table row (default: device's,
 //                                                 which for f16 on a GPU with
 //                                                 VK_KHR_cooperative_matrix is a khr_coopmat
@@ -49,6 +50,7 @@
 #include <vector>
 
 #include "apps/tool_env/tool_env.h"
+#include "bench/bench_device.h"
 #include "bench/bench_peak.h"
 #include "bench/openblas_env.h"
 #include "bench/suite/shapes.h"
@@ -81,6 +83,7 @@ Shared& shared() {
     const char* sel = std::getenv("VKF_BENCH_DEVICE");
     r.device =
         vkf::Device::create(r.instance, vkf::tool::device_options({.selector = sel ? sel : ""}));
+    vkf::bench::apply_bench_tuning(*r.device);
     return r;
   }();
   return s;
@@ -307,6 +310,7 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype,
                    .config;
   std::string label = dev.info().name + " config=" + config.name +
                       " dispatches=" + std::to_string(seq->dispatch_count());
+  if (!forced && dev.tuning()) label += " tuned=" + config.describe();
   if (seconds <= 0) {
     state.SetLabel(label);
     return;
