@@ -5,8 +5,7 @@
 namespace vkf::model {
 
 Optimizer::Optimizer(Device& dev, DeviceParams& params, const BufferRef& step_scalars,
-                     const ops::AdamOptions& options)
-    : dev_(dev) {
+                     const ops::AdamOptions& options) {
   // One norm over every chunk's gradients; then Adam chunk by chunk with that norm.
   ops::GradNormArgs norm_args;
   for (const auto& c : params.chunks())

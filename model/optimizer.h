@@ -29,7 +29,6 @@ class Optimizer {
   Result collect();
 
  private:
-  Device& dev_;
   Buffer partials_, norm_;
   std::unique_ptr<Sequence> seq_;
 };

@@ -7,7 +7,7 @@ using namespace vkf;
 VKF_TEST_CASE("the engine adopts a host-owned device and leaves it alive", "[engine][adopt]") {
   auto instance = test::instance();
   auto infos = query_all_devices(instance->physical_devices());
-  const DeviceInfo& info = select_device(infos, "");
+  const DeviceInfo info = select_device(infos, "");
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qi.queueFamilyIndex = info.compute_queue_family;

@@ -32,7 +32,7 @@ VKF_TEST_CASE("devices are enumerated with their capabilities", "[engine][device
 
 VKF_TEST_CASE("device selection by index, vendor, type and name", "[engine][device]") {
   auto infos = query_all_devices(test::instance()->physical_devices());
-  const DeviceInfo& best = select_device(infos, "");
+  const DeviceInfo best = select_device(infos, "");
   // No device ranks above the one chosen by default.
   for (const auto& d : infos)
     if (best.type == VK_PHYSICAL_DEVICE_TYPE_CPU)
