@@ -52,7 +52,8 @@ def matmul_table(out, drivers):
                           fmt(r.get("ratio_peak") if r else None)]
             r = find(runs["tuned"], f"vkf_matmul_f32/{shape}/")
             label = r.get("label", "") if r else ""
-            config = label.split(" tuned=")[1] if " tuned=" in label else "the default"
+            config = (label.split(" tuned=")[1].split(" vs ")[0]
+                      if " tuned=" in label else "the default")
             speed = rates[1] / rates[0] if all(rates) else None
             print(f"| {d} | {title} | " + " | ".join(cells) + f" | {fmt(speed)} | {config} |")
 

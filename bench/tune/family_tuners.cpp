@@ -101,7 +101,7 @@ TunedAttention tune_attention(Device& dev, const AttentionWork& w, Timer& timer,
     return check_attention(dev, c, p, options.sabotage);
   };
   return entry(p, cls, ops::describe(space.candidates.front()),
-               search(space, options.prune_factor, options.max_candidates, deadline, step));
+               search(space, options, deadline, step));
 }
 
 TunedLayerNorm tune_layer_norm(Device& dev, const ops::LayerNormProblem& p, Timer& timer,
@@ -153,7 +153,7 @@ TunedLayerNorm tune_layer_norm(Device& dev, const ops::LayerNormProblem& p, Time
     return check_layer_norm(dev, c, p, options.sabotage);
   };
   return entry(p, cls, ops::describe(space.candidates.front()),
-               search(space, options.prune_factor, options.max_candidates, deadline, step));
+               search(space, options, deadline, step));
 }
 
 TunedCrossEntropy tune_cross_entropy(Device& dev, const ops::CrossEntropyProblem& p, Timer& timer,
@@ -191,7 +191,7 @@ TunedCrossEntropy tune_cross_entropy(Device& dev, const ops::CrossEntropyProblem
     return check_cross_entropy(dev, c, p, options.sabotage);
   };
   return entry(p, cls, ops::describe(space.candidates.front()),
-               search(space, options.prune_factor, options.max_candidates, deadline, step));
+               search(space, options, deadline, step));
 }
 
 }  // namespace vkf::tune

@@ -78,7 +78,7 @@ TunedMatmul tune_matmul(Device& dev, const ops::MatmulProblem& shape, Timer& tim
     return check_matmul(dev, c, shape, options.sabotage);
   };
   SearchResult<ops::MatmulConfig> found =
-      search(space, options.prune_factor, options.max_candidates, deadline, step);
+      search(space, options, deadline, step);
   r.config = std::move(found.config);
   r.default_seconds = found.default_seconds;
   r.seconds = found.seconds;

@@ -35,6 +35,12 @@ struct TunerOptions {
   // At most this many candidates a shape, the default included (0: as many as the budget
   // allows). The tests keep the search short with it.
   size_t max_candidates = 0;
+  // A winner other than the default is timed again this many times, alternating with the
+  // default, and kept only when its median is faster than the default's by min_gain or more
+  // (search.h). On a shared 2-core machine, single timings of the same kernel moved by 5-15%:
+  // a 90 s `vkf tune` there picked rows that the benchmark then ran at 0.87-0.94x the default.
+  uint32_t confirm_rounds = 2;
+  double min_gain = 0.03;
 };
 
 // One shape's search. The default (the static table's row: what an untuned run gets) is timed

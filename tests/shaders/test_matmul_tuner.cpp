@@ -163,13 +163,61 @@ VKF_TEST_CASE("tuner: the fastest correct candidate wins, by a fake timer",
   CHECK(t.seconds == 0.5);
   CHECK(t.tried == 6);
   CHECK(t.rejected.empty());
-  CHECK(timer.calls == 6);
+  // Six candidates, then the winner and the default twice more each, alternating.
+  CHECK(timer.calls == 6 + 2 * int(options.confirm_rounds));
   CHECK(f.key.mismatch(TuningKey::of(dev->info())).empty());
 
   // All slower than the default: the default stays.
   FakeTimer slow(cands, {{0, 0.1}});
   const TuningFile g = tune::tune_matmuls(*dev, std::span(&p, 1), slow, options);
   CHECK(g.matmul[0].config.same_kernel(cands.front()));
+}
+
+namespace {
+
+// Times every candidate at 1 s, but `lucky` at 0.5 s the first time only: a timing the machine's
+// noise made, which the tuner must not keep.
+class LuckyTimer : public tune::Timer {
+ public:
+  explicit LuckyTimer(std::string lucky) : lucky_(std::move(lucky)) {}
+  RecorderOptions recorder_options(const Device&) const override { return {}; }
+  double seconds(Sequence&, const std::string& c, const std::string&, double) override {
+    ++calls;
+    if (c != lucky_) return 1.0;
+    return lucky_calls_++ == 0 ? 0.5 : 1.0;
+  }
+  int calls = 0;
+
+ private:
+  std::string lucky_;
+  int lucky_calls_ = 0;
+};
+
+}  // namespace
+
+VKF_TEST_CASE("tuner: a winner that is not faster when timed again keeps the default",
+              "[shaders][matmul][tune]") {
+  auto dev = test::new_device();
+  const ops::MatmulProblem p{DType::f32, false, true, 64, 48, 40};
+  const std::vector<ops::MatmulConfig> cands = tune::matmul_candidates(dev->info(), p);
+  REQUIRE(cands.size() >= 4);
+  tune::TunerOptions options;
+  options.max_candidates = 4;
+  LuckyTimer timer(cands[2].describe());
+  const TuningFile f = tune::tune_matmuls(*dev, std::span(&p, 1), timer, options);
+  const TunedMatmul& t = f.matmul.at(0);
+  CHECK(t.config.same_kernel(cands.front()));
+  CHECK(t.seconds == t.default_seconds);
+  REQUIRE(t.rejected.size() == 1);
+  CHECK(t.rejected[0].first == cands[2].describe());
+  CHECK_THAT(t.rejected[0].second, Catch::Contains("not confirmed: 1.000x"));
+  CHECK(timer.calls == 4 + 2 * int(options.confirm_rounds));
+
+  // Without the confirmation (confirm_rounds 0), the one lucky timing would have won.
+  options.confirm_rounds = 0;
+  LuckyTimer once(cands[2].describe());
+  const TuningFile g = tune::tune_matmuls(*dev, std::span(&p, 1), once, options);
+  CHECK(g.matmul.at(0).config.same_kernel(cands[2]));
 }
 
 VKF_TEST_CASE("tuner: a candidate made wrong on purpose is rejected, saying why",
