@@ -35,6 +35,21 @@ def fmt(x, digits=2):
     return "-" if x is None else f"{x:.{digits}f}"
 
 
+def kept_default(out, driver, shape):
+    """Whether the tuning file kept the default for the class of `shape` ("m/n/k/form")."""
+    path = f"{out}/{driver}-matmul.tuning.json"
+    if not os.path.exists(path):
+        return None
+    m, n, k, form = (int(x) for x in shape.split("/"))
+    with open(path) as f:
+        entries = json.load(f).get("matmul", [])
+    for e in entries:
+        s = e["shape"]
+        if (s["m"], s["n"], s["k"], s["trans_b"], s["trans_a"]) == (m, n, k, form == 1, form == 2):
+            return e["seconds"] == e["default"]["seconds"]
+    return True  # not searched within the budget: the class keeps the default
+
+
 def matmul_table(out, drivers):
     print("| driver | shape | default GFLOP/s | ratio_openblas | ratio_peak | tuned GFLOP/s |"
           " ratio_openblas | ratio_peak | tuned / default | tuned config |")
@@ -53,7 +68,9 @@ def matmul_table(out, drivers):
             r = find(runs["tuned"], f"vkf_matmul_f32/{shape}/")
             label = r.get("label", "") if r else ""
             config = (label.split(" tuned=")[1].split(" vs ")[0]
-                      if " tuned=" in label else "the default")
+                      if " tuned=" in label else "?")
+            if kept_default(out, d, shape):
+                config += " (the default)"
             speed = rates[1] / rates[0] if all(rates) else None
             print(f"| {d} | {title} | " + " | ".join(cells) + f" | {fmt(speed)} | {config} |")
 
