@@ -77,8 +77,7 @@ TunedMatmul tune_matmul(Device& dev, const ops::MatmulProblem& shape, Timer& tim
   space.check = [&](const ops::MatmulConfig& c) {
     return check_matmul(dev, c, shape, options.sabotage);
   };
-  SearchResult<ops::MatmulConfig> found =
-      search(space, options, deadline, step);
+  SearchResult<ops::MatmulConfig> found = search(space, options, deadline, step);
   r.config = std::move(found.config);
   r.default_seconds = found.default_seconds;
   r.seconds = found.seconds;
