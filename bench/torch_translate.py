@@ -11,7 +11,8 @@ Loads a vkf checkpoint (safetensors, the names of docs/design.md) into torch.nn.
           `--device cuda` on a GPU machine.
   translate  decodes real sentences: "src ids" lines (from `vkf vocab --model M --encode`) on
           stdin, longest first in batches of --batch as `vkf translate` batches them, output
-          lengths up to --max-len-a * (source + EOS) + --max-len-b, the best hypothesis by
+          lengths up to --max-len-a * (source + EOS) + --max-len-b for each sentence (as vkf
+          translate: the batch does not change a sentence's limit), the best hypothesis by
           GNMT's length penalty ((5 + len) / 6)^alpha; writes its ids (no BOS, no EOS) a line,
           in input order, and a JSON line of timings on stderr.
   check   asserts that the cached decoder's log-probabilities equal nn.Transformer's.
@@ -175,10 +176,16 @@ class CachedDecoder:
 
 
 @torch.no_grad()
-def beam_search(m, src, beam, max_len, cache=True, with_scores=False):
-    """Batched beam search (beam 1: greedy); finished hypotheses kept per sentence."""
+def beam_search(m, src, beam, max_len, cache=True, with_scores=False, limits=None):
+    """Batched beam search (beam 1: greedy); finished hypotheses kept per sentence.
+
+    `limits` [B] (optional): each sentence's own maximum output length, EOS included, as vkf
+    stops each sentence at its own (a sentence's output must not depend on the batch it is in);
+    its hypotheses are frozen from that position on. Without it every sentence runs to max_len.
+    """
     c = m.c
     B, dev = src.shape[0], src.device
+    row_limits = limits.to(dev).repeat_interleave(beam) if limits is not None else None
     memory, pad = m.encode(src)
     memory = memory.repeat_interleave(beam, 0)
     pad = pad.repeat_interleave(beam, 0)
@@ -193,6 +200,8 @@ def beam_search(m, src, beam, max_len, cache=True, with_scores=False):
             lp = dec.step(seqs[:, -1], pos)
         else:
             lp = m.logprobs(memory, pad, seqs)[:, -1]  # [B*beam, V]
+        if row_limits is not None:
+            done = done | (row_limits <= pos)
         lp[done] = -1e9
         lp[done, c["eos_id"]] = 0.0
         V = lp.shape[1]
@@ -267,20 +276,27 @@ def translate(a):
         src = torch.full((len(idx), L), c["pad_id"], dtype=torch.long)
         for r, i in enumerate(idx):
             src[r, :len(sources[i])] = torch.tensor(sources[i])
-        max_len = min(c["max_len"], max(int(a.max_len_a * len(sources[i])) + a.max_len_b
-                                        for i in idx))
-        seqs, scores = beam_search(m, src.to(dev), a.beam, max_len, True, with_scores=True)
+        # Each sentence's own limit, as vkf translate (Translator::max_output) computes it.
+        limits = [min(c["max_len"], max(1, int(a.max_len_a * len(sources[i])) + a.max_len_b))
+                  for i in idx]
+        seqs, scores = beam_search(m, src.to(dev), a.beam, max(limits), True, with_scores=True,
+                                   limits=torch.tensor(limits))
         seqs = seqs.cpu().tolist()
         for r, i in enumerate(idx):
-            best, best_key = [], -math.inf
+            best, best_n, best_key, lim = [], 0, -math.inf, limits[r]
             for k in range(a.beam):
                 hyp = seqs[r * a.beam + k][1:]
-                n = hyp.index(c["eos_id"]) + 1 if c["eos_id"] in hyp else len(hyp)
+                if c["eos_id"] in hyp[:lim]:  # ended by the model: EOS counts in the length
+                    body = hyp[:hyp.index(c["eos_id"])]
+                    n = len(body) + 1
+                else:  # stopped at its limit, where vkf stops it: no EOS to count
+                    body = hyp[:lim]
+                    n = len(body)
                 key = float(scores[r, k]) / (((5.0 + n) / 6.0) ** a.alpha if a.beam > 1 else 1.0)
                 if key > best_key:
-                    best, best_key = hyp[:n], key
-            out[i] = [t for t in best if t != c["eos_id"]]
-            n_tokens += len(best)
+                    best, best_n, best_key = body, n, key
+            out[i] = best
+            n_tokens += best_n
     sync(dev)
     dt = time.perf_counter() - t0
     for o in out:
