@@ -276,7 +276,8 @@ TEST_CASE("the PyTorch anchor stops each sentence at its own length limit like v
                           (dir / "in.ids").string() + " >" + (dir / "torch.ids").string() +
                           " 2>/dev/null";
   REQUIRE(std::system(cmd.c_str()) == 0);
-  Result theirs = run_vkf("vocab --model " + vocab.string() + " --decode", slurp(dir / "torch.ids"));
+  Result theirs =
+      run_vkf("vocab --model " + vocab.string() + " --decode", slurp(dir / "torch.ids"));
   REQUIRE(theirs.status == 0);
   std::istringstream src_ids(ids.out), torch_ids(slurp(dir / "torch.ids")), a(ours.out),
       t(theirs.out);
