@@ -22,7 +22,9 @@ inline const ops::DevicePeak& device_peak(Device& dev) {
                  "measured peak of %s: %.1f GFLOP/s fp32 (%u FMA chains a thread), %.1f GB/s "
                  "shader copy (%s)\n",
                  dev.info().name.c_str(), p.gflops, p.chains, p.gbytes_s,
-                 p.copy_vec4 ? "4-vectors" : "words");
+                 p.copy_texel  ? "4-vectors through a texel view"
+                 : p.copy_vec4 ? "4-vectors"
+                               : "words");
     return p;
   }();
   return peak;

@@ -67,18 +67,22 @@ void copy_row(Context& cx, Row& row) {
     Buffer d = cx.dev.allocate(words * 4, "copy check destination");
     cx.dev.upload(s, src);
     Recorder rec(cx.dev);
-    ops::copy_probe(cx.dev, rec, s, d, words, p.copy_vec4);
+    ops::copy_probe(cx.dev, rec, s, d, words, p.copy_vec4, p.copy_texel);
     if (cx.sabotage(row.id)) rec.fill(d.ref().slice(0, 4), k_wrong_bits);
     rec.finish().run();
     const std::vector<float> got = cx.dev.download<float>(d, words);
     Comparison cmp("copied words");
     for (uint64_t i = 0; i < words; ++i) cmp.add(got[i], src[i], 0, 1e-30, 0);  // exact
-    set_check(row, {cmp}, "the same kernel over " + std::to_string(words) + " random words");
+    const char* how = p.copy_texel  ? " (4-vectors read through a texel view: this device's "
+                                      "fastest copy)"
+                      : p.copy_vec4 ? " (4-vectors)"
+                                    : "";
+    set_check(row, {cmp}, "the same kernel over " + std::to_string(words) + " random words" + how);
   }
   Buffer s = cx.dev.allocate(p.copy_bytes, "peak probe source");
   Buffer d = cx.dev.allocate(p.copy_bytes, "peak probe destination");
   Recorder rec(cx.dev, timed_recorder(cx.dev));
-  ops::copy_probe(cx.dev, rec, s, d, p.copy_bytes / 4, p.copy_vec4);
+  ops::copy_probe(cx.dev, rec, s, d, p.copy_bytes / 4, p.copy_vec4, p.copy_texel);
   Sequence seq = rec.finish();
   seq.run();
   set_timing(row, cx, time_runs(seq, cx.options.repeat), 2.0 * double(p.copy_bytes), "GB/s",

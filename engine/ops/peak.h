@@ -23,9 +23,11 @@ constexpr uint32_t k_fma_probe_max_chains = 32;
 // starting at ((t mod 7) + c) / 1024: 2 * chains * iterations FLOPs a thread.
 void fma_probe(Device& dev, Recorder& rec, const FmaProbeArgs& a);
 
-// dst[0, words) = src[0, words) (32-bit words), as 4-vectors when `vec4` (words % 4 == 0).
+// dst[0, words) = src[0, words) (32-bit words), as 4-vectors when `vec4` (words % 4 == 0); with
+// `texel` (implies 4-vectors) src is read through an RGBA32F texel view, exact for non-NaN words
+// (texel_view_misfit says where a device cannot view src so).
 void copy_probe(Device& dev, Recorder& rec, const BufferRef& src, const BufferRef& dst,
-                uint64_t words, bool vec4);
+                uint64_t words, bool vec4, bool texel = false);
 
 // The fastest of `runs` runs of `seq` (submit and wait), in seconds.
 double best_run_seconds(Sequence& seq, int runs = 3);
@@ -35,6 +37,7 @@ struct DevicePeak {
   double gbytes_s = 0;  // bytes read + written a second by a shader copy
   uint32_t chains = 0;  // the chain count that gave `gflops`
   bool copy_vec4 = false;
+  bool copy_texel = false;  // the best copy read through a texel view (copy_vec4 too)
   uint32_t threads = 0;     // the thread count that gave `gflops` (1024 iterations each)
   uint64_t copy_bytes = 0;  // the size of the copy that gave `gbytes_s`
   // fp16 (float16_t chains, a = 0.5, b = 0.25), when measure_peak was asked for it and the
