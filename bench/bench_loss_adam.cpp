@@ -76,7 +76,14 @@ vkf::ops::RowKernelConfig row_config(int64_t wg) {
   return {.workgroup_size = uint32_t(wg)};  // subgroup path when the device has it
 }
 
-// Args: rows, vocab, gradient (0/1), workgroup size.
+// reads: 0 storage buffer, 1 texel view, 2 the device's default (texel on CPU devices where the
+// view fits: at most maxTexelBufferElements logits, 134M on lavapipe).
+vkf::ops::RowKernelConfig::Reads reads_arg(int64_t r) {
+  using Reads = vkf::ops::RowKernelConfig::Reads;
+  return r == 0 ? Reads::storage : r == 1 ? Reads::texel : Reads::automatic;
+}
+
+// Args: rows, vocab, gradient (0/1), workgroup size, reads.
 void bm_cross_entropy(benchmark::State& state) {
   vkf::Device& dev = device();
   const uint32_t vocab = uint32_t(state.range(1));
@@ -101,6 +108,7 @@ void bm_cross_entropy(benchmark::State& state) {
                                .pad_id = 0,
                                .label_smoothing = 0.1f,
                                .config = row_config(state.range(3))};
+  a.config.reads = reads_arg(state.range(4));
   if (grad) a.dlogits = logits;  // in place, as the trainer runs it
   vkf::ops::cross_entropy(dev, rec, a);
   vkf::Sequence seq = rec.finish();
@@ -197,12 +205,16 @@ void bm_topk(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(bm_cross_entropy)
-    ->ArgNames({"rows", "V", "grad", "wg"})
-    ->Args({4096, 37000, 1, 64})
-    ->Args({4096, 37000, 1, 256})
-    ->Args({4096, 37000, 1, 1024})
-    ->Args({4096, 37000, 0, 256})
-    ->Args({25000, 37000, 1, 256})
+    ->ArgNames({"rows", "V", "grad", "wg", "reads"})
+    ->Args({4096, 37000, 1, 64, 2})
+    ->Args({4096, 37000, 1, 256, 2})
+    ->Args({4096, 37000, 1, 1024, 2})
+    ->Args({4096, 37000, 0, 256, 2})
+    ->Args({25000, 37000, 1, 256, 2})
+    // The read paths side by side where a texel view fits: the tiny/small presets' vocabulary
+    // at 4096 tokens, and 3000 rows of the base vocabulary.
+    ->ArgsProduct({{4096}, {8000}, {1}, {32, 256}, {0, 1}})
+    ->ArgsProduct({{3000}, {37000}, {1}, {32, 256}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(bm_log_softmax)

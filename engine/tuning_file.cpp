@@ -75,6 +75,12 @@ const char* unroll_name(ops::AttentionTiles::Unroll u) {
                                                       : "automatic";
 }
 
+const char* reads_name(ops::RowKernelConfig::Reads r) {
+  return r == ops::RowKernelConfig::Reads::texel     ? "texel"
+         : r == ops::RowKernelConfig::Reads::storage ? "storage"
+                                                     : "automatic";
+}
+
 const char* subgroup_name(ops::RowKernelConfig::Subgroup s) {
   return s == ops::RowKernelConfig::Subgroup::on    ? "on"
          : s == ops::RowKernelConfig::Subgroup::off ? "off"
@@ -142,6 +148,14 @@ ops::RowKernelConfig row_kernel_of(const json& j) {
     c.subgroup = ops::RowKernelConfig::Subgroup::off;
   else
     throw Error("cross-entropy subgroup '" + sg + "' is not on or off");
+  // Files written before the read path was tuned have none: the device's default reads.
+  const std::string reads = j.value("reads", std::string("automatic"));
+  if (reads == "texel")
+    c.reads = ops::RowKernelConfig::Reads::texel;
+  else if (reads == "storage")
+    c.reads = ops::RowKernelConfig::Reads::storage;
+  else if (reads != "automatic")
+    throw Error("cross-entropy reads '" + reads + "' is not texel, storage or automatic");
   if (!c.workgroup_size) throw Error("cross-entropy workgroup size 0");
   return c;
 }
@@ -239,7 +253,8 @@ void write_tuning_file(const std::string& path, const TuningFile& f) {
     cross_entropy.push_back(entry_json(
         t, {{"dtype", dtype_name(t.shape.dtype)}, {"rows", t.shape.rows}, {"vocab", t.shape.vocab}},
         {{"workgroup_size", t.config.workgroup_size},
-         {"subgroup", subgroup_name(t.config.subgroup)}}));
+         {"subgroup", subgroup_name(t.config.subgroup)},
+         {"reads", reads_name(t.config.reads)}}));
   const json j = {{"format", k_format},
                   {"device",
                    {{"vendor_id", f.key.vendor_id},

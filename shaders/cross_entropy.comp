@@ -12,6 +12,10 @@
 // gradient overwrites the logits): each element is read and then written by the same invocation.
 // The _f16 variants store x and dx as fp16 (16-bit storage only); the per-row outputs and all
 // arithmetic stay fp32, so the gradient is rounded once, when it is stored.
+// The _texel variants read x through a uniform texel buffer (an R32F or R16F view of the same
+// memory; ops::RowKernelConfig::reads says why): Mesa 22.3's lavapipe loads a storage buffer one
+// lane at a time. In place, dx still writes the viewed memory; each element is read before the
+// same invocation writes it, and no invocation reads another's elements.
 #extension GL_GOOGLE_include_directive : require
 // vkf-variant: cross_entropy_sg VKF_SUBGROUP=1
 // vkf-variant: cross_entropy_nograd VKF_NO_GRAD=1
@@ -20,9 +24,20 @@
 // vkf-variant: cross_entropy_sg_f16 VKF_SUBGROUP=1 VKF_F16=1
 // vkf-variant: cross_entropy_nograd_f16 VKF_NO_GRAD=1 VKF_F16=1
 // vkf-variant: cross_entropy_nograd_sg_f16 VKF_NO_GRAD=1 VKF_SUBGROUP=1 VKF_F16=1
+// vkf-variant: cross_entropy_texel VKF_TEXEL=1
+// vkf-variant: cross_entropy_sg_texel VKF_SUBGROUP=1 VKF_TEXEL=1
+// vkf-variant: cross_entropy_nograd_texel VKF_NO_GRAD=1 VKF_TEXEL=1
+// vkf-variant: cross_entropy_nograd_sg_texel VKF_NO_GRAD=1 VKF_SUBGROUP=1 VKF_TEXEL=1
+// vkf-variant: cross_entropy_texel_f16 VKF_F16=1 VKF_TEXEL=1
+// vkf-variant: cross_entropy_sg_texel_f16 VKF_SUBGROUP=1 VKF_F16=1 VKF_TEXEL=1
+// vkf-variant: cross_entropy_nograd_texel_f16 VKF_NO_GRAD=1 VKF_F16=1 VKF_TEXEL=1
+// vkf-variant: cross_entropy_nograd_sg_texel_f16 VKF_NO_GRAD=1 VKF_SUBGROUP=1 VKF_F16=1 VKF_TEXEL=1
 #ifdef VKF_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_basic : require
+#endif
+#ifdef VKF_TEXEL
+#extension GL_EXT_samplerless_texture_functions : require
 #endif
 #ifdef VKF_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -35,7 +50,13 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;  // power of two
 
-layout(std430, binding = 0) buffer Logits { STORE_T x[]; };               // [rows, V]
+#ifdef VKF_TEXEL
+layout(binding = 0) uniform textureBuffer x_texels;  // [rows, V]: R32F, or R16F for f16
+#define LOAD_X(i) texelFetch(x_texels, int(i)).x
+#else
+layout(std430, binding = 0) buffer Logits { STORE_T x[]; };  // [rows, V]
+#define LOAD_X(i) float(x[i])
+#endif
 layout(std430, binding = 1) readonly buffer Targets { int target[]; };    // [rows]
 layout(std430, binding = 2) readonly buffer Step { StepScalars step_scalars; };
 layout(std430, binding = 3) writeonly buffer RowLoss { float row_loss[]; };  // [rows]
@@ -73,10 +94,10 @@ void main() {
     return;
   }
 
-  float x_t = float(x[base + uint(tgt)]);  // read before any gradient is written (in-place safe)
+  float x_t = LOAD_X(base + uint(tgt));  // read before any gradient is written (in-place safe)
   float m = k_lowest, s = 0.0, sum_x = 0.0;
   for (uint i = t; i < p.V; i += WG) {
-    float v = float(x[base + i]);
+    float v = LOAD_X(base + i);
     if (v > m) {
       s = s * exp(m - v) + 1.0;
       m = v;
@@ -99,7 +120,7 @@ void main() {
   float scale = step_scalars.grad_scale;
   float uniform_mass = eps / float(p.V);
   for (uint i = t; i < p.V; i += WG) {
-    float g = exp(float(x[base + i]) - lse) - uniform_mass;
+    float g = exp(LOAD_X(base + i) - lse) - uniform_mass;
     if (i == uint(tgt)) g -= 1.0 - eps;
     dx[base + i] = STORE_T(g * scale);
   }

@@ -16,6 +16,12 @@ namespace vkf::ops {
 struct RowKernelConfig {
   uint32_t workgroup_size = 0;  // power of two in 32..1024; 0 = device default
   enum class Subgroup { automatic, on, off } subgroup = Subgroup::automatic;
+  // How the kernel reads its large input (cross-entropy's logits; other row kernels read
+  // storage buffers only): through a uniform texel buffer or a storage buffer. Mesa 22.3's
+  // lavapipe loads a storage buffer a lane at a time and a texel buffer as a vector (a copy
+  // runs 5x faster through one), later drivers run both alike. automatic: texel reads on CPU
+  // devices where the view fits (ops::row_kernel_default_config), storage elsewhere.
+  enum class Reads { automatic, storage, texel } reads = Reads::automatic;
 };
 // Resolves the defaults; throws when a forced value is not supported by the device.
 uint32_t resolve_workgroup_size(const Device& dev, uint32_t requested, const char* op);

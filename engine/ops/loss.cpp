@@ -16,6 +16,28 @@ void need_bytes(const BufferRef& b, uint64_t bytes, const std::string& what) {
     throw Error(what + ": needs " + std::to_string(bytes) + " bytes but its buffer has " +
                 std::to_string(b.size));
 }
+VkFormat logits_texel_format(DType t) {
+  return t == DType::f16 ? VK_FORMAT_R16_SFLOAT : VK_FORMAT_R32_SFLOAT;
+}
+
+// Whether cross-entropy reads its logits through a texel view: as `reads` says, automatic being
+// the device's default. A view that does not fit the logits' buffer (offset alignment, more
+// texels than the device's limit) is an error when the caller forced texel reads, and falls
+// back to the storage buffer when they came from the default or the tuning.
+bool texel_reads(const Device& dev, const CrossEntropyArgs& a, RowKernelConfig::Reads reads,
+                 bool forced, const std::string& op) {
+  const bool asked = forced && reads == RowKernelConfig::Reads::texel;
+  if (reads == RowKernelConfig::Reads::automatic)
+    reads = row_kernel_default_config(dev.info()).reads;
+  if (reads != RowKernelConfig::Reads::texel) return false;
+  std::string why = texel_view_misfit(dev.info(), a.logits, logits_texel_format(a.dtype));
+  if (why.empty() && uint64_t{a.rows} * a.vocab > 0x7fffffffu)
+    why = "more than 2^31 logits (texelFetch takes an int)";
+  if (why.empty()) return true;
+  if (asked) throw Error(op + ": the logits cannot be read through a texel view: " + why);
+  return false;
+}
+
 std::string shape(uint32_t rows, uint32_t cols) {
   // Appended piece by piece: GCC 12 warns (-Wrestrict) on "[" + std::to_string(...).
   std::string s = "[";
@@ -49,15 +71,18 @@ void cross_entropy(Device& dev, Recorder& rec, const CrossEntropyArgs& a) {
       throw Error(op + ": dlogits overlaps logits without being the same range");
   }
   // Nothing forced: the device's tuning for the shape class, else the default.
-  const bool forced =
-      a.config.workgroup_size != 0 || a.config.subgroup != RowKernelConfig::Subgroup::automatic;
+  const bool forced = a.config.workgroup_size != 0 ||
+                      a.config.subgroup != RowKernelConfig::Subgroup::automatic ||
+                      a.config.reads != RowKernelConfig::Reads::automatic;
   const RowKernelConfig config =
       forced ? a.config
              : choose_cross_entropy(dev.info(), dev.tuning(), {a.dtype, a.rows, a.vocab}).config;
   uint32_t wg = resolve_workgroup_size(dev, config.workgroup_size, "cross_entropy");
   bool sg = resolve_subgroup(dev, config.subgroup, "cross_entropy");
+  const bool texel = texel_reads(dev, a, config.reads, forced, op);
   std::string name = grad ? "cross_entropy" : "cross_entropy_nograd";
   if (sg) name += "_sg";
+  if (texel) name += "_texel";
   name = kernel_for_dtype(name, a.dtype);
   struct {
     uint32_t rows, vocab;
@@ -66,18 +91,22 @@ void cross_entropy(Device& dev, Recorder& rec, const CrossEntropyArgs& a) {
   } push{a.rows, a.vocab, a.pad_id, a.label_smoothing};
   // Binding 2 is only read for the gradient; without one any valid buffer stands in.
   const BufferRef& step = a.step.valid() ? a.step : a.targets;
-  if (grad) {
-    const Kernel& k = dev.kernel({name, 6, sizeof push, {wg}});
-    bool in_place = a.dlogits.overlaps(a.logits);
-    rec.dispatch(k,
-                 {in_place ? inout(a.logits) : in(a.logits), in(a.targets), in(step),
-                  out(a.row_loss), out(a.row_logp), out(a.dlogits)},
-                 push, row_groups(a.rows));
-  } else {
-    const Kernel& k = dev.kernel({name, 5, sizeof push, {wg}});
-    rec.dispatch(k, {in(a.logits), in(a.targets), in(step), out(a.row_loss), out(a.row_logp)}, push,
+  // In place, the logits are read through binding 0 and overwritten through binding 5: declared
+  // read-write on a storage binding, and as the texel view plus the written range otherwise.
+  const bool in_place = grad && a.dlogits.overlaps(a.logits);
+  const Arg logits = texel      ? in_texels(a.logits, logits_texel_format(a.dtype))
+                     : in_place ? inout(a.logits)
+                                : in(a.logits);
+  KernelSpec spec{name, grad ? 6u : 5u, sizeof push, {wg}};
+  if (texel) spec.texel_buffers = 1u;  // binding 0
+  const Kernel& k = dev.kernel(spec);
+  if (grad)
+    rec.dispatch(
+        k, {logits, in(a.targets), in(step), out(a.row_loss), out(a.row_logp), out(a.dlogits)},
+        push, row_groups(a.rows));
+  else
+    rec.dispatch(k, {logits, in(a.targets), in(step), out(a.row_loss), out(a.row_logp)}, push,
                  row_groups(a.rows));
-  }
 }
 
 void cross_entropy_total(Device& dev, Recorder& rec, const CrossEntropyTotalArgs& a) {

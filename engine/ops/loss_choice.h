@@ -22,20 +22,22 @@ struct CrossEntropyProblem {
   uint32_t rows = 0, vocab = 0;
 };
 
-// "wg256 subgroup", "wg128 shared".
+// "wg256 subgroup texel", "wg128 shared" (reads left automatic).
 std::string describe(const RowKernelConfig& c);
 bool same_kernel(const RowKernelConfig& a, const RowKernelConfig& b);
 // The tuning file's key: "f32/v8k", the vocabulary rounded up to a bucket (1k, 4k, 16k, 64k,
 // big). The rows do not enter it: a workgroup reduces one row.
 std::string cross_entropy_shape_class(const CrossEntropyProblem& p);
 
-// The default, both fields resolved (subgroup on or off).
+// The default, every field resolved (subgroup on or off; texel reads on CPU devices).
 RowKernelConfig row_kernel_default_config(const DeviceInfo& info);
-// Why `info` cannot run the complete configuration `c` (subgroup on or off), or "".
+// Why `info` cannot run the complete configuration `c` (subgroup on or off), or "". Whether a
+// texel view fits the logits depends on their buffer: cross_entropy() checks it when it runs.
 std::string row_kernel_config_misfit(const DeviceInfo& info, const RowKernelConfig& c);
 
 struct CrossEntropyChoice {
-  RowKernelConfig config;  // both fields resolved
+  RowKernelConfig config;  // every field resolved (a tuned entry from before reads were tuned:
+                           // the default's reads)
   ConfigSource source = ConfigSource::table;
   std::string why;
 };

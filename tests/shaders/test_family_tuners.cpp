@@ -116,6 +116,7 @@ TEST_CASE("attention, LayerNorm and cross-entropy choices: tuned or the default,
   const ops::CrossEntropyChoice c = ops::choose_cross_entropy(cpu, nullptr, {DType::f32, 9, 8000});
   CHECK(c.config.workgroup_size == 256);
   CHECK(c.config.subgroup == ops::RowKernelConfig::Subgroup::on);
+  CHECK(c.config.reads == ops::RowKernelConfig::Reads::texel);
 
   Tuning tuning;
   tuning.origin = "test";
@@ -152,6 +153,8 @@ TEST_CASE("attention, LayerNorm and cross-entropy choices: tuned or the default,
   const ops::CrossEntropyChoice tc = ops::choose_cross_entropy(cpu, &tuning, {DType::f32, 3, 9000});
   CHECK(tc.source == ops::ConfigSource::tuned);
   CHECK(tc.config.workgroup_size == 128);
+  // An entry from before the read path was tuned reads the default's way (texel on a CPU).
+  CHECK(tc.config.reads == ops::RowKernelConfig::Reads::texel);
 
   // Entries this device cannot run are passed over, saying why.
   DeviceInfo small = cpu;
@@ -334,8 +337,10 @@ VKF_TEST_CASE("attention, LayerNorm and cross-entropy run the device's tuning, f
   tuning->cross_entropy[ops::cross_entropy_shape_class({DType::f32, rows, vocab})] = ce_other;
   dev->set_tuning(tuning);
   const auto ce_tuned = run_ce(ce);
-  CHECK(ce_tuned.first == std::vector<std::string>{"cross_entropy"});
-  CHECK(ce_untuned.first == std::vector<std::string>{"cross_entropy_sg"});
+  // Both read the logits the device's default way: texel views on CPU devices.
+  const std::string reads = dev->info().is_cpu() ? "_texel" : "";
+  CHECK(ce_tuned.first == std::vector<std::string>{"cross_entropy" + reads});
+  CHECK(ce_untuned.first == std::vector<std::string>{"cross_entropy_sg" + reads});
   ops::CrossEntropyArgs ce_own = ce;
   ce_own.config.subgroup = ops::RowKernelConfig::Subgroup::on;
   CHECK(run_ce(ce_own).first == ce_untuned.first);
@@ -387,6 +392,10 @@ VKF_TEST_CASE("family tuners: the fastest correct candidate wins, by a fake time
   const auto ce = tune::cross_entropy_candidates(info, cp);
   REQUIRE(ce.size() >= 4);
   CHECK(ops::same_kernel(ce.front(), ops::row_kernel_default_config(info)));
+  // The first alternative is the default's other read path, the same kernel otherwise.
+  CHECK(ce[1].reads != ce[0].reads);
+  CHECK(ce[1].workgroup_size == ce[0].workgroup_size);
+  CHECK(ce[1].subgroup == ce[0].subgroup);
   // All slower than the default: the default stays.
   FakeTimer ct(described(ce), {{0, 0.1}});
   const TunedCrossEntropy tc =
@@ -505,7 +514,7 @@ TEST_CASE("tuning file: attention, LayerNorm and cross-entropy entries round-tri
   TunedCrossEntropy c;
   c.shape = {DType::f32, 4096, 8000};
   c.shape_class = ops::cross_entropy_shape_class(c.shape);
-  c.config = {512, ops::RowKernelConfig::Subgroup::off};
+  c.config = {512, ops::RowKernelConfig::Subgroup::off, ops::RowKernelConfig::Reads::texel};
   f.cross_entropy.push_back(c);
   const std::string path = (dir / "t.tuning.json").string();
   write_tuning_file(path, f);
@@ -519,7 +528,7 @@ TEST_CASE("tuning file: attention, LayerNorm and cross-entropy entries round-tri
   REQUIRE(back.layer_norm.size() == 1);
   CHECK(back.layer_norm[0].config == l.config);
   REQUIRE(back.cross_entropy.size() == 1);
-  CHECK(ops::same_kernel(back.cross_entropy[0].config, c.config));
+  CHECK(ops::same_kernel(back.cross_entropy[0].config, c.config));  // the read path included
   const auto tuning = make_tuning(back, path);
   CHECK(tuning->attention.count(a.shape_class) == 1);
   CHECK(tuning->layer_norm.at("f32/bwd/d512") == l.config);

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "engine/ops/loss.h"
+#include "engine/ops/loss_choice.h"
 #include "engine/step_scalars.h"
 #include "tests/reference/layer_norm.h"  // to_double
 #include "tests/reference/loss.h"
@@ -22,6 +23,7 @@ using namespace vkf;
 namespace {
 
 using Subgroup = ops::RowKernelConfig::Subgroup;
+using Reads = ops::RowKernelConfig::Reads;
 
 struct Shape {
   uint32_t rows, vocab;
@@ -49,19 +51,21 @@ Buffer step_buffer(Device& dev, float grad_scale) {
   return b;
 }
 
-std::vector<ops::RowKernelConfig> all_configs(const Device& dev) {
+// Every workgroup size and reduction; for cross-entropy each through both read paths (texel
+// views and storage buffers), log_softmax reading storage buffers only.
+std::vector<ops::RowKernelConfig> all_configs(const Device& dev, bool both_reads = true) {
   std::vector<ops::RowKernelConfig> out;
-  for (uint32_t wg : {32u, 64u, 256u, 1024u}) {
-    out.push_back({wg, Subgroup::off});
-    if (dev.info().subgroup_arithmetic) out.push_back({wg, Subgroup::on});
-  }
+  const auto reads_list = both_reads ? std::vector<Reads>{Reads::storage, Reads::texel}
+                                     : std::vector<Reads>{Reads::automatic};
+  for (auto reads : reads_list)
+    for (uint32_t wg : {32u, 64u, 256u, 1024u}) {
+      out.push_back({wg, Subgroup::off, reads});
+      if (dev.info().subgroup_arithmetic) out.push_back({wg, Subgroup::on, reads});
+    }
   return out;
 }
 
-std::string describe(const ops::RowKernelConfig& c) {
-  return "wg " + std::to_string(c.workgroup_size) +
-         (c.subgroup == Subgroup::on ? " subgroup" : " shared");
-}
+using ops::describe;  // "wg256 subgroup texel"
 
 struct Tolerance {
   double atol, rtol;
@@ -444,6 +448,16 @@ VKF_TEST_CASE("cross_entropy checks its arguments", "[shaders][loss][cross_entro
   a.config.workgroup_size = 48;
   REQUIRE_THROWS_WITH(ops::cross_entropy(dev, rec, a), Catch::Contains("power of two"));
   a.config.workgroup_size = 0;
+  // Texel reads asked for where no texel view can start: an error that says so (left to the
+  // default, the same logits would be read from the storage buffer).
+  if (const uint64_t align = dev.info().texel_buffer_alignment; align > 4) {
+    Buffer big = dev.allocate(align * 2 + 64, "logits at an offset");
+    ops::CrossEntropyArgs b = a;
+    b.logits = big.ref().slice(4, 64);
+    b.config.reads = ops::RowKernelConfig::Reads::texel;
+    REQUIRE_THROWS_WITH(ops::cross_entropy(dev, rec, b),
+                        Catch::Contains("texel view") && Catch::Contains("no multiple of"));
+  }
   a.dtype = DType::i32;
   REQUIRE_THROWS_WITH(ops::cross_entropy(dev, rec, a), Catch::Contains("not supported"));
   if (dev.info().storage16) {  // f16 logits are sized in halves: [4, 8] fits in 64 bytes
@@ -486,7 +500,7 @@ void check_log_softmax(DType t) {
     auto want = ref::log_softmax(x, rows, cols);
     Buffer bx = test::upload_as(dev, x, t, "x");
     Buffer by = test::upload_as(dev, x, t, "y");
-    for (const auto& cfg : all_configs(dev))
+    for (const auto& cfg : all_configs(dev, false))
       for (bool in_place : {false, true}) {
         INFO("[" << rows << ", " << cols << "] " << describe(cfg) << (in_place ? " in place" : "")
                  << " " << dtype_name(t));
@@ -530,7 +544,7 @@ VKF_TEST_CASE("log_softmax with f16 storage matches the reference for every spec
 VKF_TEST_CASE("log_softmax with f16 storage agrees with f32 on the same inputs",
               "[shaders][loss][log_softmax][f16]") {
   if (!test::has_storage16()) return;
-  for (const auto& cfg : all_configs(test::device()))
+  for (const auto& cfg : all_configs(test::device(), false))
     for (auto [rows, cols] : {Shape{1, 300}, Shape{5, 1001}}) {
       INFO("[" << rows << ", " << cols << "] " << describe(cfg));
       auto x = test::stored(test::random_floats(size_t{rows} * cols, rows * cols, -8.0f, 8.0f),
