@@ -19,8 +19,9 @@ struct RowKernelConfig {
   // How the kernel reads its large input (cross-entropy's logits; other row kernels read
   // storage buffers only): through a uniform texel buffer or a storage buffer. Mesa 22.3's
   // lavapipe loads a storage buffer a lane at a time and a texel buffer as a vector (a copy
-  // runs 5x faster through one), later drivers run both alike. automatic: texel reads on CPU
-  // devices where the view fits (ops::row_kernel_default_config), storage elsewhere.
+  // runs 5x faster through one); later ones do not, and run the loss slower through a view.
+  // automatic: the default, the storage buffer (ops::row_kernel_default_config); the tuner
+  // times the view.
   enum class Reads { automatic, storage, texel } reads = Reads::automatic;
 };
 // Resolves the defaults; throws when a forced value is not supported by the device.

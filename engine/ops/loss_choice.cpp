@@ -29,12 +29,13 @@ std::string cross_entropy_shape_class(const CrossEntropyProblem& p) {
 }
 
 RowKernelConfig row_kernel_default_config(const DeviceInfo& info) {
-  // What resolve_workgroup_size and resolve_subgroup make of the defaults. Texel reads on CPU
-  // devices: measured on each lavapipe reachable here, never slower (Mesa 26), 5x on Mesa 22.3
-  // (bench/README.md); the tuner times the other way where it matters.
+  // What resolve_workgroup_size and resolve_subgroup make of the defaults. The logits are read
+  // from the storage buffer: a texel view made the kernel 1.8-1.9x faster on Mesa 22.3's
+  // lavapipe, 0.8-0.9x on Mesa 25's and 0.5-0.7x on Mesa 26's (bench/README.md), so no rule
+  // by device type holds; the tuner times the view on the device in front of it.
   return {256,
           info.subgroup_arithmetic ? RowKernelConfig::Subgroup::on : RowKernelConfig::Subgroup::off,
-          info.is_cpu() ? RowKernelConfig::Reads::texel : RowKernelConfig::Reads::storage};
+          RowKernelConfig::Reads::storage};
 }
 
 std::string row_kernel_config_misfit(const DeviceInfo& info, const RowKernelConfig& c) {

@@ -29,7 +29,7 @@ bool same_kernel(const RowKernelConfig& a, const RowKernelConfig& b);
 // big). The rows do not enter it: a workgroup reduces one row.
 std::string cross_entropy_shape_class(const CrossEntropyProblem& p);
 
-// The default, every field resolved (subgroup on or off; texel reads on CPU devices).
+// The default, every field resolved (subgroup on or off; storage-buffer reads).
 RowKernelConfig row_kernel_default_config(const DeviceInfo& info);
 // Why `info` cannot run the complete configuration `c` (subgroup on or off), or "". Whether a
 // texel view fits the logits depends on their buffer: cross_entropy() checks it when it runs.

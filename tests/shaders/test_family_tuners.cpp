@@ -116,7 +116,7 @@ TEST_CASE("attention, LayerNorm and cross-entropy choices: tuned or the default,
   const ops::CrossEntropyChoice c = ops::choose_cross_entropy(cpu, nullptr, {DType::f32, 9, 8000});
   CHECK(c.config.workgroup_size == 256);
   CHECK(c.config.subgroup == ops::RowKernelConfig::Subgroup::on);
-  CHECK(c.config.reads == ops::RowKernelConfig::Reads::texel);
+  CHECK(c.config.reads == ops::RowKernelConfig::Reads::storage);
 
   Tuning tuning;
   tuning.origin = "test";
@@ -153,8 +153,8 @@ TEST_CASE("attention, LayerNorm and cross-entropy choices: tuned or the default,
   const ops::CrossEntropyChoice tc = ops::choose_cross_entropy(cpu, &tuning, {DType::f32, 3, 9000});
   CHECK(tc.source == ops::ConfigSource::tuned);
   CHECK(tc.config.workgroup_size == 128);
-  // An entry from before the read path was tuned reads the default's way (texel on a CPU).
-  CHECK(tc.config.reads == ops::RowKernelConfig::Reads::texel);
+  // An entry from before the read path was tuned reads the default's way.
+  CHECK(tc.config.reads == ops::RowKernelConfig::Reads::storage);
 
   // Entries this device cannot run are passed over, saying why.
   DeviceInfo small = cpu;
@@ -337,10 +337,8 @@ VKF_TEST_CASE("attention, LayerNorm and cross-entropy run the device's tuning, f
   tuning->cross_entropy[ops::cross_entropy_shape_class({DType::f32, rows, vocab})] = ce_other;
   dev->set_tuning(tuning);
   const auto ce_tuned = run_ce(ce);
-  // Both read the logits the device's default way: texel views on CPU devices.
-  const std::string reads = dev->info().is_cpu() ? "_texel" : "";
-  CHECK(ce_tuned.first == std::vector<std::string>{"cross_entropy" + reads});
-  CHECK(ce_untuned.first == std::vector<std::string>{"cross_entropy_sg" + reads});
+  CHECK(ce_tuned.first == std::vector<std::string>{"cross_entropy"});
+  CHECK(ce_untuned.first == std::vector<std::string>{"cross_entropy_sg"});
   ops::CrossEntropyArgs ce_own = ce;
   ce_own.config.subgroup = ops::RowKernelConfig::Subgroup::on;
   CHECK(run_ce(ce_own).first == ce_untuned.first);
