@@ -223,7 +223,14 @@ BENCHMARK(bm_log_softmax)
     ->Args({25000, 37000, 256})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-BENCHMARK(bm_adam)->ArgNames({"wg"})->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+// Workgroup sizes either side of the default (256): whether Adam is worth a tuned family.
+BENCHMARK(bm_adam)
+    ->ArgNames({"wg"})
+    ->Arg(64)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(bm_grad_norm)
     ->ArgNames({"max_groups"})
     ->Arg(1024)
