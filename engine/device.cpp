@@ -184,8 +184,9 @@ void Device::init_common() {
 
   allocator_ = std::make_unique<Allocator>(device_, info_, label_, options_.memory);
   pipeline_cache_ = std::make_unique<PipelineCache>(device_, info_, options_.pipeline_cache_dir);
-  kernels_ = std::make_unique<KernelCache>(device_, pipeline_cache_->get(), label_,
-                                           info_.subgroup_size_control);
+  kernels_ =
+      std::make_unique<KernelCache>(device_, pipeline_cache_->get(), label_,
+                                    info_.subgroup_size_control, options_.on_pipeline_compile);
   staging_ = allocator_->allocate(options_.staging_bytes, MemoryKind::host, "staging ring");
 
   VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};

@@ -45,6 +45,9 @@ struct DeviceOptions {
   std::optional<uint32_t> queue_family;
   OpOverrides ops;          // device-wide overrides of the ops' kernel choices
   AdoptedFeatures adopted;  // Device::adopt only
+  // Told of each pipeline compile and its time (engine/kernel.h); the vkf command and the tests
+  // print them under VKF_LOG_PIPELINES=1.
+  PipelineObserver on_pipeline_compile;
 };
 
 class Device {

@@ -1,5 +1,8 @@
 #include "engine/kernel.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -113,7 +116,9 @@ void PipelineCache::save() const {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
   // Written to a temporary file and renamed, so a crash never leaves half a cache.
-  std::string tmp = path_ + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  // Named by process and object: test programs run side by side share a cache directory.
+  std::string tmp = path_ + ".tmp" + std::to_string(::getpid()) + "-" +
+                    std::to_string(reinterpret_cast<uintptr_t>(this));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return;
@@ -128,12 +133,24 @@ void PipelineCache::save() const {
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
+std::string describe(const KernelSpec& spec) {
+  std::string s = spec.name + " [";
+  for (size_t i = 0; i < spec.spec.size(); ++i) {
+    if (i) s += ' ';
+    s += std::to_string(spec.spec[i]);
+  }
+  s += "]";
+  if (spec.subgroup_size) s += " subgroup " + std::to_string(spec.subgroup_size);
+  return s;
+}
+
 KernelCache::KernelCache(VkDevice device, VkPipelineCache cache, std::string device_label,
-                         bool subgroup_size_control)
+                         bool subgroup_size_control, PipelineObserver observer)
     : device_(device),
       cache_(cache),
       label_(std::move(device_label)),
-      subgroup_size_control_(subgroup_size_control) {}
+      subgroup_size_control_(subgroup_size_control),
+      observer_(std::move(observer)) {}
 
 void KernelCache::add_shader(const std::string& name, std::span<const uint32_t> spirv) {
   if (name.empty()) throw Error("add_shader: a host kernel needs a name");
@@ -223,8 +240,13 @@ const Kernel& KernelCache::get(const KernelSpec& spec) {
   }
   ci.layout = layout;
   VkPipeline pipeline = VK_NULL_HANDLE;
+  if (observer_) observer_(spec, -1.0);
+  const auto start = std::chrono::steady_clock::now();
   check(vkCreateComputePipelines(device_, cache_, 1, &ci, nullptr, &pipeline),
         "creating compute pipeline " + spec.name + " on " + label_);
+  if (observer_)
+    observer_(spec,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   k->pipeline_ = OwnedPipeline(device_, pipeline);
   return *kernels_.emplace(spec, std::move(k)).first->second;
 }

@@ -5,6 +5,7 @@
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -71,11 +72,20 @@ class PipelineCache {
   OwnedPipelineCache cache_;
 };
 
+// Told of each pipeline the driver is asked to compile: `seconds` < 0 just before
+// vkCreateComputePipelines (so a compile that never returns still names its kernel), then the
+// seconds it took. Pipelines found in memory are not reported; one in the on-disk pipeline cache
+// is, and takes the driver little time.
+using PipelineObserver = std::function<void(const KernelSpec& spec, double seconds)>;
+
+// "attention_rows_forward [32 4 1 64 64 7 0 1] subgroup 32": a kernel spec in one line.
+std::string describe(const KernelSpec& spec);
+
 // Creates each (name, spec constants) pipeline once per device.
 class KernelCache {
  public:
   KernelCache(VkDevice device, VkPipelineCache cache, std::string device_label,
-              bool subgroup_size_control);
+              bool subgroup_size_control, PipelineObserver observer = {});
   const Kernel& get(const KernelSpec& spec);
   size_t size() const { return kernels_.size(); }
   // A host kernel's SPIR-V under `name` (see Device::add_shader).
@@ -86,6 +96,7 @@ class KernelCache {
   VkPipelineCache cache_;
   std::string label_;
   bool subgroup_size_control_;
+  PipelineObserver observer_;
   std::map<KernelSpec, std::unique_ptr<Kernel>> kernels_;
   std::map<std::string, OwnedShaderModule> modules_;
   std::map<std::string, std::vector<uint32_t>> host_shaders_;

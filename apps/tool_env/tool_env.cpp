@@ -1,5 +1,6 @@
 #include "apps/tool_env/tool_env.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "engine/error.h"
@@ -37,6 +38,16 @@ DeviceOptions device_options(DeviceOptions base) {
     if (p != "tiled" && p != "rows")
       throw Error("VKF_ATTENTION_PATH must be tiled, rows or automatic, not '" + p + "'");
     base.ops.attention_rows = p == "rows";
+  }
+  if (const std::string l = env("VKF_LOG_PIPELINES");
+      !l.empty() && l != "0" && !base.on_pipeline_compile) {
+    // One line before each compile, so a compile that never ends still names its kernel.
+    base.on_pipeline_compile = [](const KernelSpec& spec, double seconds) {
+      if (seconds < 0)
+        std::fprintf(stderr, "vkf: compiling %s\n", describe(spec).c_str());
+      else
+        std::fprintf(stderr, "vkf: compiled %s in %.3f s\n", describe(spec).c_str(), seconds);
+    };
   }
   return base;
 }

@@ -1,5 +1,8 @@
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/ops/basic.h"
 #include "tests/support/vk_test.h"
@@ -72,4 +75,22 @@ VKF_TEST_CASE("a corrupt pipeline cache is ignored and rebuilt", "[engine][cache
     CHECK(dev->pipeline_cache().loaded_from_disk());
   }
   fs::remove_all(dir);
+}
+
+VKF_TEST_CASE("each pipeline compile is reported before it starts and with its time",
+              "[engine][cache]") {
+  std::vector<std::pair<std::string, double>> events;
+  DeviceOptions o;
+  o.on_pipeline_compile = [&](const KernelSpec& spec, double seconds) {
+    events.emplace_back(describe(spec), seconds);
+  };
+  auto dev = test::new_device(o);
+  CHECK(run_fill(*dev) == 3.0f);
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].first.rfind("fill [", 0) == 0);
+  CHECK(events[0].first == events[1].first);
+  CHECK(events[0].second < 0.0);
+  CHECK(events[1].second >= 0.0);
+  CHECK(run_fill(*dev) == 3.0f);  // the same pipeline again: found in memory, not reported
+  CHECK(events.size() == 2);
 }
