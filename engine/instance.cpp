@@ -21,15 +21,34 @@ bool layer_available(const char* name) {
   return false;
 }
 
-bool extension_available(const char* name) {
+// An instance extension of the loader and drivers (layer nullptr) or of one layer.
+bool extension_available(const char* name, const char* layer = nullptr) {
   uint32_t count = 0;
-  vkEnumerateInstanceExtensionProperties(nullptr, &count, nullptr);
+  vkEnumerateInstanceExtensionProperties(layer, &count, nullptr);
   std::vector<VkExtensionProperties> exts(count);
-  vkEnumerateInstanceExtensionProperties(nullptr, &count, exts.data());
+  vkEnumerateInstanceExtensionProperties(layer, &count, exts.data());
   for (const auto& e : exts)
     if (std::strcmp(e.extensionName, name) == 0) return true;
   return false;
 }
+
+// VK_EXT_layer_settings as the Vulkan registry defines it (extension 497), spelled out because
+// Debian 12's headers (1.3.239) predate it; used only where the validation layer lists it.
+constexpr const char* k_layer_settings_extension = "VK_EXT_layer_settings";
+constexpr auto k_layer_settings_create_info = static_cast<VkStructureType>(1000496000);
+struct LayerSetting {
+  const char* layer_name;
+  const char* setting_name;
+  uint32_t type;  // VkLayerSettingTypeEXT: 0 = VK_LAYER_SETTING_TYPE_BOOL32_EXT
+  uint32_t value_count;
+  const void* values;
+};
+struct LayerSettingsCreateInfo {
+  VkStructureType s_type;
+  const void* next;
+  uint32_t setting_count;
+  const LayerSetting* settings;
+};
 
 VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
     VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
@@ -39,7 +58,13 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
     auto* log = static_cast<ValidationLog*>(user);
     std::string level =
         severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
-    log->add(level + ": " + (data->pMessage ? data->pMessage : "(no message)"));
+    const char* text = data->pMessage ? data->pMessage : "(no message)";
+    // Layers up to 1.3 began the message with its id ("[ SYNC-HAZARD-... ]"); 1.4's leave it
+    // to pMessageIdName, which is what tests and readers search for.
+    const char* id = data->pMessageIdName;
+    std::string message = level + ": ";
+    if (id && *id && !std::strstr(text, id)) message += std::string("[") + id + "] ";
+    log->add(message + text);
   }
   return VK_FALSE;
 }
@@ -74,9 +99,12 @@ Instance::Instance(const InstanceOptions& options) : owned_(true) {
 
   std::vector<const char*> layers;
   std::vector<const char*> extensions;
+  const bool layer_settings = validation_ && options.sync_validation &&
+                              extension_available(k_layer_settings_extension, k_validation_layer);
   if (validation_) {
     layers.push_back(k_validation_layer);
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    if (layer_settings) extensions.push_back(k_layer_settings_extension);
   }
   // Lets the loader show portability (e.g. MoltenVK) devices too.
   VkInstanceCreateFlags flags = 0;
@@ -90,6 +118,15 @@ Instance::Instance(const InstanceOptions& options) : owned_(true) {
   VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
   features.enabledValidationFeatureCount = 1;
   features.pEnabledValidationFeatures = &sync_feature;
+  // Newer layers check a dispatch's descriptor accesses only with syncval_shader_accesses_heuristic
+  // on: with 1.4.309 (Debian 13) a dispatch reading what the one before wrote, no barrier
+  // between, went unreported (tests/engine/test_recorder.cpp); 1.3.239 (Debian 12) checks them
+  // always and has no VK_EXT_layer_settings.
+  const uint32_t on = 1;
+  const LayerSetting shader_accesses{k_validation_layer, "syncval_shader_accesses_heuristic", 0, 1,
+                                     &on};
+  const LayerSettingsCreateInfo settings{k_layer_settings_create_info, nullptr, 1,
+                                         &shader_accesses};
 
   VkDebugUtilsMessengerCreateInfoEXT messenger_info{
       VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
@@ -112,6 +149,7 @@ Instance::Instance(const InstanceOptions& options) : owned_(true) {
     // The messenger in pNext also catches messages from vkCreateInstance itself.
     info.pNext = &messenger_info;
     if (options.sync_validation) messenger_info.pNext = &features;
+    if (layer_settings) features.pNext = &settings;
   }
   VkResult r = vkCreateInstance(&info, nullptr, &instance_);
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER)

@@ -89,8 +89,10 @@ VKF_TEST_CASE("without the derived barriers, synchronization validation reports 
     rec.finish().run();
     auto messages = test::instance()->validation_log().take();
     bool hazard = false;
-    for (const auto& m : messages)
+    for (const auto& m : messages) {
+      UNSCOPED_INFO("validation: " << m);
       if (m.find("SYNC-HAZARD") != std::string::npos) hazard = true;
+    }
     CHECK(hazard == !derive);
   }
 }
