@@ -153,15 +153,15 @@ int run_train(TrainArgs& a) {
   o.stop_requested = &install_stop_handler();
   std::vector<std::unique_ptr<Device>> devices;
   std::vector<Device*> replicas;
+  // The shapes to tune for: the model's, with the vocabulary's size (the vocabulary exists by
+  // now: trained above if it was missing) for the output projection and the loss; up to 4096
+  // rows, which share their shape classes with larger batches, over sentences of the
+  // benchmark's length, in the storage each device trains in.
+  model::ModelConfig shapes = o.config;
+  shapes.vocab_size = model::Tokenizer::load(o.vocab).vocab_size();
   for (const auto& sel : selectors) {
     devices.push_back(open_device(sel));
     replicas.push_back(devices.back().get());
-    // The vocabulary projection and the loss are left out (the size is known once the
-    // vocabulary is read); the tuning runs at up to 4096 rows, which shares its shape classes
-    // with larger batches, over sentences of the benchmark's length, in the storage this
-    // device trains in.
-    model::ModelConfig shapes = o.config;
-    shapes.vocab_size = 0;
     const DType dtype =
         model::activation_dtype(model::resolve_precision(o.precision, devices.back()->info()));
     apply_tuning(*devices.back(), a.tune,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/tuning_file.h"
+#include "model/data/tokenizer.h"
 #include "tests/apps/cli_support.h"
 #include "tests/support/small_corpus.h"
 
@@ -102,9 +103,9 @@ TEST_CASE("vkf train --tune auto tunes on a new device, then vkf translate reuse
                           vkf::test::train_args(dir / "run", "--max-steps 1 --precision fp32"));
   INFO(r.err);
   REQUIRE(r.status == 0);
-  // Training without a vocabulary size yet: the loss is not among the families.
-  CHECK_THAT(r.err,
-             Catch::Contains("yet: tuning its kernels (matmul, attention, LayerNorm) for 3 s"));
+  // The vocabulary's size is read before the tuning: the loss is among the families.
+  CHECK_THAT(r.err, Catch::Contains(
+                        "yet: tuning its kernels (matmul, attention, LayerNorm, cross-entropy)"));
   CHECK_THAT(r.err, Catch::Contains("vkf train: kernels tuned (" + (dir / "cache").string()));
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir / "cache"))
@@ -113,6 +114,10 @@ TEST_CASE("vkf train --tune auto tunes on a new device, then vkf translate reuse
   const vkf::TuningFile f = vkf::read_tuning_file(files[0].string());
   REQUIRE(!f.matmul.empty());  // the first family's first class is always searched
   for (const auto& t : f.matmul) CHECK(t.shape.dtype == vkf::DType::f32);
+  REQUIRE(f.cross_entropy.size() == 1);  // each family's default is timed, whatever the budget
+  CHECK(
+      f.cross_entropy[0].shape.vocab ==
+      uint32_t(vkf::model::Tokenizer::load(vkf::test::small_corpus().vocab.string()).vocab_size()));
 
   // The next command on this device reads the file instead of tuning again.
   std::ofstream(dir / "in.txt") << "a small test\n";
