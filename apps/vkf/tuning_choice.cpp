@@ -104,13 +104,22 @@ void apply_tuning(Device& dev, const std::string& choice, const tune::TuneShapes
     // The first run on this device and driver: a short search, kept for the next runs.
     const double budget = tool::tune_budget_seconds();
     std::fprintf(stderr,
-                 "%s: no tuning file for %s yet: tuning its kernels (%s) for %.0f s (--tune off "
+                 "%s: no tuning file for %s yet: tuning its kernels (%s) for %g s (--tune off "
                  "skips this; `vkf tune` searches longer)\n",
                  who.c_str(), dev.label().c_str(), families(shapes).c_str(), budget);
     tune::DeviceTimer timer;
     tune::TunerOptions o;
     o.budget_seconds = budget;
-    write_tuning_file(path, tune::tune_model(dev, shapes, timer, o).file);
+    const tune::TuneReport report = tune::tune_model(dev, shapes, timer, o);
+    write_tuning_file(path, report.file);
+    // Named so a user knows what a longer `vkf tune` would add (a slow device or a large model
+    // can spend the whole budget on the first families).
+    if (!report.skipped.empty()) {
+      std::string names;
+      for (const std::string& s : report.skipped) names += (names.empty() ? "" : ", ") + s;
+      std::fprintf(stderr, "%s: budget spent; %zu shape classes keep the defaults: %s\n",
+                   who.c_str(), report.skipped.size(), names.c_str());
+    }
     l = load_tuning(path, dev.info());
     if (!l.tuning) throw Error("the tuning file just written does not load: " + l.note);
   }
