@@ -12,6 +12,7 @@
 #include "apps/vkf/tuning_choice.h"
 #include "engine/error.h"
 #include "engine/exchange/process_group.h"
+#include "model/data/parallel_text.h"
 #include "model/data/tokenizer.h"
 #include "model/precision.h"
 #include "model/train/output_lock.h"
@@ -105,6 +106,10 @@ int run_train(TrainArgs& a) {
   if (a.quiet) o.progress = nullptr;
   o.balance = o.balance_after > 0;
   o.validate();
+  // The corpus is read only when training starts: a path that does not open is reported now,
+  // before a vocabulary is trained or the kernels are tuned (seconds to minutes).
+  model::ParallelTextReader{o.train};
+  if (o.valid) model::ParallelTextReader{*o.valid};
 
   // Under mpirun every process runs this; rank 0 writes --out.
   std::unique_ptr<ProcessGroup> group = mpi_process_group();

@@ -487,6 +487,16 @@ TEST_CASE("10: messages name the file and what is wrong", "[apps][cli][robust]")
   r = run_vkf("vocab --train-sets /dev/null /dev/null --out " + (dir / "v.model").string());
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Contains("input /dev/null is not a regular file"));
+  // A training file that does not open is reported before the vocabulary is read or the kernels
+  // are tuned (a first run on a device tunes for seconds to minutes).
+  const auto& c = small_corpus();
+  r = run_shell("VKF_CACHE_DIR=" + (dir / "cache").string() + " VKF_TUNE=auto " + k_vkf +
+                " train --train-sets " + c.src.string() + " " + (dir / "missing.de").string() +
+                " --vocab " + c.vocab.string() + " --max-steps 1 --out " + (dir / "run").string());
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Contains("cannot open " + (dir / "missing.de").string() +
+                             ": No such file or directory"));
+  CHECK(r.err.find("tuning its kernels") == std::string::npos);
   // A checkpoint name whose step does not fit 64 bits is not taken for a checkpoint.
   std::ofstream(dir / "checkpoint-99999999999999999999999.safetensors") << "x";
   r = run_vkf(translate_args(dir), "a test\n");
