@@ -9,6 +9,7 @@
 #include "engine/ops/elementwise.h"
 #include "engine/ops/layer_norm_choice.h"
 #include "engine/ops/matmul_tuning.h"
+#include "engine/ops/topk.h"
 
 namespace vkf {
 
@@ -22,6 +23,8 @@ struct Tuning {
   std::map<std::string, ops::LayerNormConfig> layer_norm;
   // By ops::cross_entropy_shape_class(): "f32/v8k" (workgroup size, subgroup reductions).
   std::map<std::string, ops::RowKernelConfig> cross_entropy;
+  // By ops::topk_shape_class(): "f32/r128/v64k/k8" (path, workgroup size, entries a lane).
+  std::map<std::string, ops::TopKConfig> topk;
 };
 
 }  // namespace vkf

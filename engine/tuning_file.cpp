@@ -160,6 +160,34 @@ ops::RowKernelConfig row_kernel_of(const json& j) {
   return c;
 }
 
+json topk_json(const ops::TopKConfig& c) {
+  json j = {{"path", c.path == ops::TopKPath::subgroup_rows ? "rows" : "chunks"},
+            {"workgroup_size", c.workgroup_size}};
+  if (c.path == ops::TopKPath::chunks) {
+    j["per_thread"] = c.per_thread;
+    j["prune"] = c.prune;
+  }
+  return j;
+}
+
+ops::TopKConfig topk_of(const json& j) {
+  ops::TopKConfig c;
+  const std::string path = j.at("path").get<std::string>();
+  if (path == "rows")
+    c.path = ops::TopKPath::subgroup_rows;
+  else if (path == "chunks")
+    c.path = ops::TopKPath::chunks;
+  else
+    throw Error("top-k path '" + path + "' is not rows or chunks");
+  c.workgroup_size = j.at("workgroup_size").get<uint32_t>();
+  if (c.path == ops::TopKPath::chunks) {
+    c.per_thread = j.at("per_thread").get<uint32_t>();
+    c.prune = j.at("prune").get<bool>();
+  }
+  if (!c.workgroup_size) throw Error("top-k workgroup size 0");
+  return c;
+}
+
 // The evidence every family's entry carries, around its shape and configuration.
 template <class P, class C>
 json entry_json(const TunedEntry<P, C>& t, json shape, json config) {
@@ -221,7 +249,7 @@ std::string tuning_file_path(const std::string& dir, const DeviceInfo& info) {
 
 void write_tuning_file(const std::string& path, const TuningFile& f) {
   json entries = json::array(), attention = json::array(), layer_norm = json::array(),
-       cross_entropy = json::array();
+       cross_entropy = json::array(), topk = json::array();
   for (const TunedMatmul& t : f.matmul)
     entries.push_back(entry_json(t,
                                  {{"dtype", dtype_name(t.shape.dtype)},
@@ -255,6 +283,13 @@ void write_tuning_file(const std::string& path, const TuningFile& f) {
         {{"workgroup_size", t.config.workgroup_size},
          {"subgroup", subgroup_name(t.config.subgroup)},
          {"reads", reads_name(t.config.reads)}}));
+  for (const TunedTopK& t : f.topk)
+    topk.push_back(entry_json(t,
+                              {{"dtype", dtype_name(t.shape.dtype)},
+                               {"rows", t.shape.rows},
+                               {"n", t.shape.n},
+                               {"k", t.shape.k}},
+                              topk_json(t.config)));
   const json j = {{"format", k_format},
                   {"device",
                    {{"vendor_id", f.key.vendor_id},
@@ -266,7 +301,8 @@ void write_tuning_file(const std::string& path, const TuningFile& f) {
                   {"matmul", entries},
                   {"attention", attention},
                   {"layer_norm", layer_norm},
-                  {"cross_entropy", cross_entropy}};
+                  {"cross_entropy", cross_entropy},
+                  {"topk", topk}};
   std::error_code ec;
   if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
     std::filesystem::create_directories(parent, ec);
@@ -343,6 +379,15 @@ TuningFile read_tuning_file(const std::string& path) {
       t.config = row_kernel_of(e.at("config"));
       f.cross_entropy.push_back(std::move(t));
     }
+    for (const json& e : family(j, "topk")) {
+      TunedTopK t;
+      const json& s = e.at("shape");
+      t.shape = {parse_dtype(s.at("dtype").get<std::string>()), s.at("rows").get<uint32_t>(),
+                 s.at("n").get<uint32_t>(), s.at("k").get<uint32_t>()};
+      read_evidence(e, t, ops::topk_shape_class(t.shape));
+      t.config = topk_of(e.at("config"));
+      f.topk.push_back(std::move(t));
+    }
     return f;
   } catch (const json::exception& e) {
     throw Error("the tuning file " + path + " is malformed: " + e.what());
@@ -358,6 +403,7 @@ std::shared_ptr<const Tuning> make_tuning(const TuningFile& file, const std::str
   for (const TunedAttention& a : file.attention) t->attention[a.shape_class] = a.config;
   for (const TunedLayerNorm& l : file.layer_norm) t->layer_norm[l.shape_class] = l.config;
   for (const TunedCrossEntropy& c : file.cross_entropy) t->cross_entropy[c.shape_class] = c.config;
+  for (const TunedTopK& k : file.topk) t->topk[k.shape_class] = k.config;
   return t;
 }
 

@@ -16,6 +16,7 @@
 #include "engine/ops/layer_norm_choice.h"
 #include "engine/ops/loss_choice.h"
 #include "engine/ops/matmul_choice.h"
+#include "engine/ops/topk_choice.h"
 #include "engine/tuning.h"
 
 namespace vkf {
@@ -49,6 +50,7 @@ using TunedMatmul = TunedEntry<ops::MatmulProblem, ops::MatmulConfig>;
 using TunedAttention = TunedEntry<ops::AttentionProblem, ops::AttentionTiles>;
 using TunedLayerNorm = TunedEntry<ops::LayerNormProblem, ops::LayerNormConfig>;
 using TunedCrossEntropy = TunedEntry<ops::CrossEntropyProblem, ops::RowKernelConfig>;
+using TunedTopK = TunedEntry<ops::TopKProblem, ops::TopKConfig>;
 
 struct TuningFile {
   TuningKey key;
@@ -56,6 +58,7 @@ struct TuningFile {
   std::vector<TunedAttention> attention;
   std::vector<TunedLayerNorm> layer_norm;
   std::vector<TunedCrossEntropy> cross_entropy;
+  std::vector<TunedTopK> topk;
 };
 
 // <dir>/<device_cache_stem(info)>.tuning.json; "" when dir is "".

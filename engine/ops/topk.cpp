@@ -8,6 +8,8 @@
 #include "engine/error.h"
 #include "engine/launch.h"
 #include "engine/ops/elementwise.h"
+#include "engine/ops/topk_choice.h"
+#include "engine/tuning.h"
 
 namespace vkf::ops {
 
@@ -40,6 +42,7 @@ struct ScratchLayout {
 
 ScratchLayout layout(uint32_t rows, uint32_t n, uint32_t k, const TopKConfig& c) {
   ScratchLayout l;
+  if (c.path == TopKPath::subgroup_rows) return l;  // one pass, straight into the outputs
   uint32_t chunk = c.workgroup_size * c.per_thread;
   l.sizes = level_sizes(n, k, chunk);
   if (l.sizes.size() < 2) return l;
@@ -124,25 +127,51 @@ void run(Device& dev, Recorder& rec, const TopKArgs& a, const std::string& op) {
   }
 }
 
+// The smallest list of 4, 8, 16, 32 entries that holds k (a specialization constant: each is a
+// pipeline of its own, with its loops over the list unrolled).
+uint32_t list_capacity(uint32_t k) {
+  uint32_t c = 4;
+  while (c < k) c *= 2;
+  return c;
+}
+
+void run_rows(Device& dev, Recorder& rec, const TopKArgs& a) {
+  const uint32_t wg = a.config.workgroup_size;
+  // Normally one row per subgroup; any subgroup size the pipeline gets is still correct.
+  const uint32_t per_group = std::max(1u, wg / std::max(1u, dev.info().subgroup_size));
+  struct {
+    uint32_t rows, n, k, rows_per_group;
+  } push{a.rows, a.n, a.k, per_group};
+  const Kernel& kernel = dev.kernel(
+      {kernel_for_dtype("topk_rows", a.dtype), 3, sizeof push, {wg, list_capacity(a.k)}});
+  rec.dispatch(kernel, {in(a.values), out(a.out_values), out(a.out_indices)}, push,
+               groups_1d(ceil_div(a.rows, per_group), 1));
+}
+
 }  // namespace
 
 uint64_t topk_scratch_bytes(uint32_t rows, uint32_t n, uint32_t k, const TopKConfig& config) {
   return layout(rows, n, k, config).total;
 }
 
+uint64_t topk_scratch_bytes(const Device& dev, DType dtype, uint32_t rows, uint32_t n, uint32_t k) {
+  return layout(rows, n, k, choose_topk(dev.info(), dev.tuning(), {dtype, rows, n, k}).config)
+      .total;
+}
+
 void topk(Device& dev, Recorder& rec, const TopKArgs& a) {
   const std::string op = "topk k=" + std::to_string(a.k) + " of [" + std::to_string(a.rows) + ", " +
                          std::to_string(a.n) + "]";
-  const TopKConfig& c = a.config;
   if (a.rows == 0 || a.n == 0) throw Error(op + ": empty input");
-  if (c.per_thread < 1 || c.per_thread > 32) throw Error(op + ": per_thread must be in 1..32");
-  uint32_t wg = resolve_workgroup_size(dev, c.workgroup_size, "topk");
-  if (wg != c.workgroup_size) throw Error(op + ": workgroup_size 0 is not allowed");
-  uint32_t chunk = wg * c.per_thread;
-  if (uint64_t{chunk} * 8 + uint64_t{wg} * 8 > dev.info().shared_memory_bytes)
-    throw Error(op + ": chunk of " + std::to_string(chunk) + " entries exceeds shared memory");
-  if (a.k == 0 || a.k > a.n || 2 * a.k > chunk)
-    throw Error(op + ": k must be in 1..n and at most half the chunk of " + std::to_string(chunk));
+  if (a.k == 0 || a.k > a.n) throw Error(op + ": k must be in 1..n");
+  TopKArgs resolved = a;
+  resolved.config =
+      choose_topk(dev.info(), dev.tuning(), {a.dtype, a.rows, a.n, a.k}, a.config).config;
+  const TopKConfig& c = resolved.config;
+  if (c.workgroup_size == 0) throw Error(op + ": workgroup_size 0 is not allowed");
+  if (const std::string misfit = topk_config_misfit(dev.info(), c, {a.dtype, a.rows, a.n, a.k});
+      !misfit.empty())
+    throw Error(op + " (" + describe(c) + "): " + misfit);
   uint64_t in_elems = uint64_t{a.rows} * a.n;
   if (in_elems > 0xffffffffull) throw Error(op + ": more than 2^32 entries");
   check_storage_dtype(dev, a.dtype, op);
@@ -151,7 +180,10 @@ void topk(Device& dev, Recorder& rec, const TopKArgs& a) {
   if (a.out_values.size < uint64_t{a.rows} * a.k * 4 ||
       a.out_indices.size < uint64_t{a.rows} * a.k * 4)
     throw Error(op + ": output buffers smaller than [rows, k]");
-  run(dev, rec, a, op);
+  if (c.path == TopKPath::subgroup_rows)
+    run_rows(dev, rec, resolved);
+  else
+    run(dev, rec, resolved, op);
 }
 
 }  // namespace vkf::ops

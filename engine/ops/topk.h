@@ -2,7 +2,9 @@
 // Top-k per row (beam search over the vocabulary): the k largest values of each row of
 // [rows, n] and their indices, best first, ties broken by the lower index. Each chunk of
 // WG * E entries keeps its k best (k rounds of a workgroup argmax); the candidates are merged
-// the same way until one chunk is left. Kernels: shaders/topk.comp, topk_thread_max.comp.
+// the same way until one chunk is left (TopKPath::chunks); or a subgroup per row keeps each
+// lane's best in registers and merges them with subgroup operations (TopKPath::subgroup_rows).
+// Kernels: shaders/topk.comp, topk_thread_max.comp, topk_rows.comp.
 // With dtype f16 the input values are fp16 (devices with 16-bit storage); the outputs, the
 // intermediate candidates and the comparisons stay fp32, which hold every fp16 value exactly.
 #include <cstdint>
@@ -13,6 +15,13 @@
 
 namespace vkf::ops {
 
+enum class TopKPath : uint32_t {
+  automatic,      // the device's tuning for the shape class (topk_choice.h), else `chunks`
+  chunks,         // topk.comp: rounds of workgroup argmax over chunks, merged level by level
+  subgroup_rows,  // topk_rows.comp: a subgroup per row, one pass without barriers; k <= 32 and
+                  // subgroup arithmetic; workgroup_size only (per_thread and prune unused)
+};
+
 struct TopKConfig {
   // A round of the argmax costs ~workgroup * log2(workgroup): small groups with many entries
   // each are cheapest (on lavapipe and GPUs alike); chunk = workgroup * per_thread entries of
@@ -22,7 +31,9 @@ struct TopKConfig {
   // Rows longer than a chunk first find a lower bound of the k-th value (the k-th largest of the
   // per-invocation maxima) and stop each chunk below it: most chunks then run a few rounds, not k.
   bool prune = true;
+  TopKPath path = TopKPath::automatic;  // automatic: the fields above are the untuned default
 };
+inline constexpr uint32_t k_topk_rows_max_k = 32;
 
 struct TopKArgs {
   DType dtype = DType::f32;  // storage of values: f32 or f16
@@ -35,7 +46,10 @@ struct TopKArgs {
   uint32_t k = 0;  // 1..n, and 2 * k <= chunk
   TopKConfig config;
 };
+// For a configuration whose path is given (automatic counts as chunks with its fields).
 uint64_t topk_scratch_bytes(uint32_t rows, uint32_t n, uint32_t k, const TopKConfig& config = {});
+// For TopKConfig{} (automatic) on `dev`: what the device's tuning, or the default, will run.
+uint64_t topk_scratch_bytes(const Device& dev, DType dtype, uint32_t rows, uint32_t n, uint32_t k);
 void topk(Device& dev, Recorder& rec, const TopKArgs& a);
 
 }  // namespace vkf::ops

@@ -141,7 +141,8 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
   t.values = logits;
   t.out_values = state.out_logp();
   t.out_indices = state.out_token();
-  t.scratch = f.buf("topk.scratch", ops::topk_scratch_bytes(R, D.V, s.candidates) / 4 + 1);
+  t.scratch = f.buf("topk.scratch",
+                    ops::topk_scratch_bytes(f.dev, DType::f32, R, D.V, s.candidates) / 4 + 1);
   t.rows = R;
   t.n = D.V;
   t.k = s.candidates;

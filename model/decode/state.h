@@ -2,6 +2,7 @@
 // The device state of decoding one batch: its shape and the buffers the encoder pass and the
 // decoder step share (host-visible per-step inputs, the cross-attention K/V of every decoder
 // layer, the self-attention K/V caches, the top-k outputs).
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -18,6 +19,11 @@ struct DecodeShape {
   uint32_t max_out = 0;     // decoder positions (output tokens including EOS), <= max_len
   uint32_t candidates = 0;  // top-k kept per row and step
   uint32_t rows() const { return batch * beam; }
+  // A beam's top-k per row and step: 2 beam + 2 (enough that `beam` survive the end-of-sentence
+  // and the never-picked pad and bos), at most the vocabulary.
+  static uint32_t candidates_for(uint32_t beam, uint32_t vocab) {
+    return std::min(vocab, 2 * beam + 2);
+  }
   bool operator<(const DecodeShape& o) const;
 };
 

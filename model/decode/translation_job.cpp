@@ -113,8 +113,7 @@ void TranslationJob::start_batch() {
   shape.beam = tr.options_.beam;
   shape.src_len = round_up(longest, k_length_bucket, max_len);
   shape.max_out = round_up(longest_out, k_length_bucket, max_len);
-  // + pad and bos, never picked
-  shape.candidates = std::min<uint32_t>(uint32_t(config.vocab_size), 2 * shape.beam + 2);
+  shape.candidates = DecodeShape::candidates_for(shape.beam, uint32_t(config.vocab_size));
   graph_ = &tr.graph(shape);
 
   std::vector<int32_t> src(size_t{batch_} * shape.src_len, config.pad_id), lens(batch_, 1);

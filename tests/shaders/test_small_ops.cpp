@@ -11,6 +11,8 @@
 
 #include "engine/ops/elementwise.h"
 #include "engine/ops/topk.h"
+#include "engine/ops/topk_choice.h"
+#include "engine/tuning.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
@@ -212,9 +214,24 @@ void topk_reference(const std::vector<float>& x, uint32_t rows, uint32_t n, uint
   }
 }
 
-// Every shape of chunk, with and without the pruning pre-pass.
-const ops::TopKConfig k_topk_configs[] = {{32, 4, true},   {32, 4, false}, {64, 32, true},
-                                          {64, 32, false}, {256, 8, true}, {1024, 3, true}};
+// Every shape of chunk, with and without the pruning pre-pass; a subgroup per row at a workgroup
+// of one subgroup or less (lavapipe's is 8 lanes), and of several.
+constexpr auto k_chunks = ops::TopKPath::chunks, k_rows = ops::TopKPath::subgroup_rows;
+const ops::TopKConfig k_topk_configs[] = {{32, 4, true, k_chunks},  {32, 4, false, k_chunks},
+                                          {64, 32, true, k_chunks}, {64, 32, false, k_chunks},
+                                          {256, 8, true, k_chunks}, {1024, 3, true, k_chunks},
+                                          {1, 1, false, k_rows},    {4, 1, false, k_rows},
+                                          {64, 1, false, k_rows},   {256, 1, false, k_rows}};
+
+// Whether `cfg` can run k on the test device (the rows path: k <= 32, subgroup arithmetic).
+bool topk_runs(const ops::TopKConfig& cfg, uint32_t k) {
+  if (cfg.path == k_rows)
+    return k <= ops::k_topk_rows_max_k && test::device().info().subgroup_arithmetic;
+  return 2 * k <= cfg.workgroup_size * cfg.per_thread;
+}
+std::string topk_name(const ops::TopKConfig& cfg) {
+  return ops::describe(cfg);
+}
 
 struct TopKCase {
   uint32_t rows, n, k;
@@ -245,7 +262,10 @@ TopKResult run_topk(const std::vector<float>& x, const TopKCase& c, const ops::T
   Device& dev = test::device();
   Buffer bx = test::upload_as(dev, x, t, "x");
   Buffer bv = dev.allocate(c.rows * c.k * 4, "values"), bi = dev.allocate(c.rows * c.k * 4, "idx");
-  uint64_t scratch_bytes = std::max<uint64_t>(16, ops::topk_scratch_bytes(c.rows, c.n, c.k, cfg));
+  // An automatic configuration's scratch is the one the device's tuning (or default) needs.
+  uint64_t scratch_bytes = std::max<uint64_t>(
+      16, cfg.path == ops::TopKPath::automatic ? ops::topk_scratch_bytes(dev, t, c.rows, c.n, c.k)
+                                               : ops::topk_scratch_bytes(c.rows, c.n, c.k, cfg));
   Buffer scratch = dev.allocate(scratch_bytes, "scratch");
   dev.upload(bv, std::vector<float>(c.rows * c.k, test::k_poison));
   dev.upload(bi, std::vector<uint32_t>(c.rows * c.k, 0xdeadbeef));
@@ -265,17 +285,20 @@ TopKResult run_topk(const std::vector<float>& x, const TopKCase& c, const ops::T
 }
 
 void check_topk(DType t) {
+  // Odd row lengths, k at and between the rows path's list sizes (4, 8, 16, 32), more rows than
+  // a workgroup of subgroups covers.
   for (TopKCase c : {TopKCase{1, 1, 1}, TopKCase{3, 5, 5}, TopKCase{4, 37, 8},
                      TopKCase{2, 1000, 64}, TopKCase{2, 37003, 64}, TopKCase{5, 37003, 4},
-                     TopKCase{3, 5000, 8, true}, TopKCase{1, 3001, 10, false, true}}) {
+                     TopKCase{3, 5000, 8, true}, TopKCase{1, 3001, 10, false, true},
+                     TopKCase{37, 999, 32}, TopKCase{70, 301, 17}, TopKCase{9, 33, 33}}) {
     std::vector<float> x = topk_input(c);
     std::vector<float> want_v;
     std::vector<uint32_t> want_i;
     topk_reference(x, c.rows, c.n, c.k, want_v, want_i);
     for (const auto& cfg : k_topk_configs) {
-      if (2 * c.k > cfg.workgroup_size * cfg.per_thread) continue;
-      INFO("[" << c.rows << ", " << c.n << "] k " << c.k << " wg " << cfg.workgroup_size << " x "
-               << cfg.per_thread << (cfg.prune ? " pruned " : " ") << dtype_name(t));
+      if (!topk_runs(cfg, c.k)) continue;
+      INFO("[" << c.rows << ", " << c.n << "] k " << c.k << " " << topk_name(cfg) << " "
+               << dtype_name(t));
       TopKResult got = run_topk(x, c, cfg, t);
       CHECK(got.values == want_v);
       CHECK(got.indices == want_i);
@@ -302,7 +325,8 @@ VKF_TEST_CASE("topk of f16 values agrees with f32 on the same inputs",
   const TopKCase c{3, 20000, 16, false, true};
   std::vector<float> x = topk_input(c);
   for (const auto& cfg : k_topk_configs) {
-    INFO("wg " << cfg.workgroup_size << " x " << cfg.per_thread << (cfg.prune ? " pruned" : ""));
+    if (!topk_runs(cfg, c.k)) continue;
+    INFO(topk_name(cfg));
     TopKResult half = run_topk(x, c, cfg, DType::f16), full = run_topk(x, c, cfg, DType::f32);
     CHECK(half.values == full.values);
     CHECK(half.indices == full.indices);
@@ -315,6 +339,18 @@ VKF_TEST_CASE("topk checks its arguments", "[shaders][small_ops][topk]") {
   Recorder rec(dev);
   ops::TopKArgs a{.values = b, .out_values = b, .out_indices = b, .rows = 1, .n = 10, .k = 11};
   REQUIRE_THROWS_WITH(ops::topk(dev, rec, a), Catch::Contains("k must be"));
+  // A forced configuration that cannot run k is refused, naming it.
+  a.k = 9;
+  a.config = {4, 2, false, ops::TopKPath::chunks};
+  REQUIRE_THROWS_WITH(ops::topk(dev, rec, a),
+                      Catch::Contains("chunks wg4x2") && Catch::Contains("half the chunk of 8"));
+  if (dev.info().subgroup_arithmetic) {
+    a.n = 100;
+    a.k = 33;
+    a.config = {64, 1, false, ops::TopKPath::subgroup_rows};
+    REQUIRE_THROWS_WITH(ops::topk(dev, rec, a), Catch::Contains("above the subgroup-per-row"));
+  }
+  a.config = {};
   a.k = 3;
   a.n = 100000;
   REQUIRE_THROWS_WITH(ops::topk(dev, rec, a), Catch::Contains("values buffer"));
@@ -327,6 +363,40 @@ VKF_TEST_CASE("topk checks its arguments", "[shaders][small_ops][topk]") {
     a.n = 2049;  // sizes are checked before the scratch
     REQUIRE_THROWS_WITH(ops::topk(dev, rec, a), Catch::Contains("values buffer"));
   }
+}
+
+// TopKConfig{} (automatic) runs the device's tuning for the shape class where it fits, and the
+// scratch size the decoder asks for follows it.
+VKF_TEST_CASE("topk runs the tuned configuration of its shape class",
+              "[shaders][small_ops][topk]") {
+  Device& dev = test::device();
+  const TopKCase c{6, 3001, 8};
+  const ops::TopKProblem p{DType::f32, c.rows, c.n, c.k};
+  CHECK(ops::topk_shape_class(p) == "f32/r8/v4k/k8");
+  CHECK(ops::choose_topk(dev.info(), nullptr, p).source == ops::ConfigSource::table);
+  CHECK(ops::topk_scratch_bytes(dev, DType::f32, c.rows, c.n, c.k) ==
+        ops::topk_scratch_bytes(c.rows, c.n, c.k));
+  auto tuning = std::make_shared<Tuning>();
+  tuning->origin = "test";
+  tuning->topk[ops::topk_shape_class(p)] = {32, 4, false, k_chunks};
+  dev.set_tuning(tuning);
+  ops::TopKChoice choice = ops::choose_topk(dev.info(), dev.tuning(), p);
+  CHECK(choice.source == ops::ConfigSource::tuned);
+  CHECK(choice.why == "tuned for f32/r8/v4k/k8 (chunks wg32x4, test)");
+  CHECK(ops::topk_scratch_bytes(dev, DType::f32, c.rows, c.n, c.k) ==
+        ops::topk_scratch_bytes(c.rows, c.n, c.k, {32, 4, false, k_chunks}));
+  std::vector<float> x = topk_input(c), want_v;
+  std::vector<uint32_t> want_i;
+  topk_reference(x, c.rows, c.n, c.k, want_v, want_i);
+  TopKResult got = run_topk(x, c, {}, DType::f32);
+  CHECK(got.values == want_v);
+  CHECK(got.indices == want_i);
+  // An entry the device cannot run is passed over, with the reason.
+  tuning->topk[ops::topk_shape_class(p)] = {2048, 1, false, k_chunks};
+  choice = ops::choose_topk(dev.info(), dev.tuning(), p);
+  CHECK(choice.source == ops::ConfigSource::table);
+  CHECK_THAT(choice.why, Catch::Contains("passed over: workgroup size 2048"));
+  dev.set_tuning(nullptr);
 }
 
 VKF_TEST_CASE("topk refuses f16 on a device without 16-bit storage",

@@ -1,0 +1,80 @@
+#include "engine/ops/topk_choice.h"
+
+#include "engine/tuning.h"
+
+namespace vkf::ops {
+
+namespace {
+const char* bucket(uint32_t v, const uint32_t (&limits)[4], const char* const (&names)[5]) {
+  for (int i = 0; i < 4; ++i)
+    if (v <= limits[i]) return names[i];
+  return names[4];
+}
+}  // namespace
+
+std::string describe(const TopKConfig& c) {
+  const std::string wg = "wg" + std::to_string(c.workgroup_size);
+  switch (c.path) {
+    case TopKPath::subgroup_rows:
+      return "rows " + wg;
+    case TopKPath::chunks:
+      return "chunks " + wg + "x" + std::to_string(c.per_thread) + (c.prune ? " pruned" : "");
+    case TopKPath::automatic:
+      break;
+  }
+  return "automatic";
+}
+
+std::string topk_shape_class(const TopKProblem& p) {
+  return std::string(dtype_name(p.dtype)) + "/r" +
+         bucket(p.rows, {8, 64, 512, 4096}, {"8", "64", "512", "4k", "big"}) + "/v" +
+         bucket(p.n, {1024, 4096, 16384, 65536}, {"1k", "4k", "16k", "64k", "big"}) + "/k" +
+         bucket(p.k, {4, 8, 16, 32}, {"4", "8", "16", "32", "big"});
+}
+
+std::string topk_config_misfit(const DeviceInfo& info, const TopKConfig& c, const TopKProblem& p) {
+  const uint32_t wg = c.workgroup_size;
+  if (wg < 1 || wg > 1024 || (wg & (wg - 1)) != 0)
+    return "workgroup size " + std::to_string(wg) + " is not a power of two up to 1024";
+  if (wg > info.max_workgroup_invocations || wg > info.max_workgroup_size[0])
+    return "workgroup size " + std::to_string(wg) + " exceeds the device's " +
+           std::to_string(info.max_workgroup_invocations);
+  if (c.path == TopKPath::subgroup_rows) {
+    if (!info.subgroup_arithmetic) return "the device has no subgroup arithmetic";
+    if (p.k > k_topk_rows_max_k)
+      return "k " + std::to_string(p.k) + " is above the subgroup-per-row kernel's " +
+             std::to_string(k_topk_rows_max_k);
+    return "";
+  }
+  if (c.path != TopKPath::chunks) return "the path is left automatic";
+  if (c.per_thread < 1 || c.per_thread > 32) return "per_thread must be in 1..32";
+  const uint32_t chunk = wg * c.per_thread;
+  if (uint64_t{chunk} * 8 + uint64_t{wg} * 8 > info.shared_memory_bytes)
+    return "a chunk of " + std::to_string(chunk) + " entries exceeds shared memory";
+  if (2 * uint64_t{p.k} > chunk)
+    return "k " + std::to_string(p.k) + " is above half the chunk of " + std::to_string(chunk);
+  return "";
+}
+
+TopKChoice choose_topk(const DeviceInfo& info, const Tuning* tuning, const TopKProblem& p,
+                       const TopKConfig& requested) {
+  if (requested.path != TopKPath::automatic)
+    return {requested, ConfigSource::forced, "forced: " + describe(requested)};
+  std::string passed_over;
+  if (tuning) {
+    const std::string cls = topk_shape_class(p);
+    if (auto it = tuning->topk.find(cls); it != tuning->topk.end()) {
+      const std::string misfit = topk_config_misfit(info, it->second, p);
+      if (misfit.empty())
+        return {it->second, ConfigSource::tuned,
+                "tuned for " + cls + " (" + describe(it->second) + ", " + tuning->origin + ")"};
+      passed_over =
+          "; the tuned " + describe(it->second) + " for " + cls + " was passed over: " + misfit;
+    }
+  }
+  TopKConfig c = requested;
+  c.path = TopKPath::chunks;
+  return {c, ConfigSource::table, "default: " + describe(c) + passed_over};
+}
+
+}  // namespace vkf::ops
