@@ -177,7 +177,7 @@ void bm_grad_norm(benchmark::State& state) {
   time_sequence(state, seq, double(n) * 4);
 }
 
-// Args: rows, vocab, k, prune (0/1).
+// Args: rows, vocab, k, path (0: chunks, 1: chunks pruned, the default; 2: a subgroup per row).
 void bm_topk(benchmark::State& state) {
   const uint32_t rows = uint32_t(state.range(0)), vocab = uint32_t(state.range(1)),
                  k = uint32_t(state.range(2));
@@ -185,7 +185,9 @@ void bm_topk(benchmark::State& state) {
   vkf::Buffer x = filled(dev, size_t{rows} * vocab, 1, "logprobs", -20.0f, 0.0f);
   vkf::Buffer ov = dev.allocate(rows * k * 4, "values"), oi = dev.allocate(rows * k * 4, "idx");
   vkf::ops::TopKConfig config;
-  config.prune = state.range(3) != 0;
+  config.path = vkf::ops::TopKPath::chunks;
+  config.prune = state.range(3) == 1;
+  if (state.range(3) == 2) config.path = vkf::ops::TopKPath::subgroup_rows;
   vkf::Buffer scratch = dev.allocate(
       std::max<uint64_t>(16, vkf::ops::topk_scratch_bytes(rows, vocab, k, config)), "scr");
   vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
@@ -236,9 +238,13 @@ BENCHMARK(bm_grad_norm)
     ->Arg(1024)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+// Beam 4 over 32 sentences (k = 2 beam + 2) at the paper's and the bundled vocabulary's sizes;
+// beam 1 over one sentence (a GPU's worst case for a subgroup per row); a wide beam.
 BENCHMARK(bm_topk)
-    ->ArgNames({"rows", "V", "k", "prune"})
-    ->Args({128, 37000, 8, 1})
+    ->ArgNames({"rows", "V", "k", "path"})
+    ->ArgsProduct({{128}, {37000, 8000}, {10}, {1, 2}})
+    ->Args({1, 37000, 4, 1})
+    ->Args({1, 37000, 4, 2})
     ->Args({128, 37000, 64, 1})
     ->Args({128, 37000, 64, 0})
     ->Unit(benchmark::kMillisecond)

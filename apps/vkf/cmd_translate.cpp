@@ -86,7 +86,8 @@ int run(const TranslateArgs& args) {
   apply_tuning(*dev, args.tune,
                model_tune_shapes(m.checkpoint.config,
                                  {uint32_t(args.options.beam * args.options.batch_size),
-                                  bench::k_train_len, false, model::activation_dtype(precision)},
+                                  bench::k_train_len, false, model::activation_dtype(precision),
+                                  uint32_t(args.options.beam), uint32_t(args.options.batch_size)},
                                  dev->info()),
                "vkf translate");
   // Weights only: no training state.

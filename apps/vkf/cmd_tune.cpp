@@ -21,6 +21,7 @@
 #include "engine/error.h"
 #include "engine/tuning_file.h"
 #include "model/checkpoint.h"
+#include "model/decode/translator.h"
 
 namespace vkf::app {
 namespace {
@@ -48,6 +49,7 @@ tune::TuneShapes in_storage(const tune::TuneShapes& f32, const std::vector<DType
       out.attention.push_back(w);
     }
   }
+  out.topk = f32.topk;  // decoding selects from fp32 log-probabilities in either storage
   return out;
 }
 
@@ -66,8 +68,11 @@ tune::TuneShapes model_shapes(const TuneArgs& a, const DeviceInfo& info) {
   const uint32_t tokens =
       a.tokens ? a.tokens
                : bench::train_tokens(a.preset.empty() ? "base" : a.preset, info.is_cpu());
-  // f32, the storage the model trains in; --dtype adds f16 (in_storage).
-  return model_tune_shapes(c, {tokens, a.len, true, DType::f32}, info);
+  // f32, the storage the model trains in; --dtype adds f16 (in_storage). And the top-k of
+  // `vkf translate`'s defaults (beam 4, 32 sentences a batch).
+  const model::decode::TranslateOptions translate;
+  return model_tune_shapes(
+      c, {tokens, a.len, true, DType::f32, translate.beam, translate.batch_size}, info);
 }
 
 tune::TuneShapes shapes_for(const TuneArgs& a, const DeviceInfo& info) {
@@ -120,7 +125,8 @@ int run_tune(const TuneArgs& a) {
     write_tuning_file(to, f);
     std::cerr << "vkf tune: " << from << " -> " << to << " (" << f.matmul.size() << " matmul, "
               << f.attention.size() << " attention, " << f.layer_norm.size() << " LayerNorm, "
-              << f.cross_entropy.size() << " cross-entropy shape classes)\n";
+              << f.cross_entropy.size() << " cross-entropy, " << f.topk.size()
+              << " top-k shape classes)\n";
     return 0;
   }
   const double budget = parse_duration(a.budget);
@@ -135,9 +141,11 @@ int run_tune(const TuneArgs& a) {
   for (const auto& p : shapes.layer_norm) classes.insert("l " + ops::layer_norm_shape_class(p));
   for (const auto& p : shapes.cross_entropy)
     classes.insert("c " + ops::cross_entropy_shape_class(p));
+  for (const auto& p : shapes.topk) classes.insert("t " + ops::topk_shape_class(p));
   std::cerr << "vkf tune: " << classes.size() << " shape classes (matmul"
-            << (shapes.attention.empty() ? "" : ", attention, LayerNorm, cross-entropy") << ") on "
-            << dev->label() << ", budget " << budget << " s\n";
+            << (shapes.attention.empty() ? "" : ", attention, LayerNorm, cross-entropy")
+            << (shapes.topk.empty() ? "" : ", top-k") << ") on " << dev->label() << ", budget "
+            << budget << " s\n";
   const bool terminal = isatty(fileno(stderr)) != 0;
   tune::DeviceTimer timer;
   tune::TunerOptions o;
@@ -167,6 +175,11 @@ int run_tune(const TuneArgs& a) {
   for (const TunedCrossEntropy& t : f.cross_entropy)
     row("cross_entropy", t, std::to_string(t.shape.rows) + "x" + std::to_string(t.shape.vocab),
         ops::describe(t.config));
+  for (const TunedTopK& t : f.topk)
+    row("topk", t,
+        std::to_string(t.shape.rows) + "x" + std::to_string(t.shape.n) + " k" +
+            std::to_string(t.shape.k),
+        ops::describe(t.config));
   auto rejected = [](const auto& entries) {
     for (const auto& t : entries)
       for (const auto& [cfg, why] : t.rejected)
@@ -176,6 +189,7 @@ int run_tune(const TuneArgs& a) {
   rejected(f.attention);
   rejected(f.layer_norm);
   rejected(f.cross_entropy);
+  rejected(f.topk);
   if (report.untried || !report.skipped.empty()) {
     std::printf("budget spent: %u candidates left untried", report.untried);
     if (!report.skipped.empty()) {

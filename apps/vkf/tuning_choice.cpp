@@ -7,6 +7,7 @@
 #include "apps/tool_env/tool_env.h"
 #include "engine/error.h"
 #include "engine/tuning_file.h"
+#include "model/decode/state.h"
 
 namespace vkf::app {
 namespace {
@@ -21,6 +22,7 @@ std::string families(const tune::TuneShapes& shapes) {
   add(!shapes.attention.empty(), "attention");
   add(!shapes.layer_norm.empty(), "LayerNorm");
   add(!shapes.cross_entropy.empty(), "cross-entropy");
+  add(!shapes.topk.empty(), "top-k");
   return out;
 }
 
@@ -69,6 +71,9 @@ tune::TuneShapes model_tune_shapes(const model::ModelConfig& c, const ModelWork&
   out.layer_norm.push_back({work.dtype, false, rows, d});
   if (work.training) out.layer_norm.push_back({work.dtype, true, rows, d});
   if (work.training && v > 0) out.cross_entropy.push_back({work.dtype, rows, v});
+  if (work.beam && work.sentences && v > 0)
+    out.topk.push_back({DType::f32, work.beam * work.sentences, v,
+                        model::decode::DecodeShape::candidates_for(work.beam, v)});
   return out;
 }
 

@@ -29,12 +29,15 @@ struct ModelWork {
   uint32_t tokens = 0, len = 0;
   bool training = true;
   DType dtype = DType::f32;
+  // Decoding: the beam search's top-k over the vocabulary each step, at beam x sentences rows
+  // (0: none; it runs on fp32 log-probabilities whatever the storage).
+  uint32_t beam = 0, sentences = 0;
 };
 
 // The shapes of every family a model of `config` runs: its Linears' matmuls (forward A B^T;
 // training adds the input and weight gradients, A B and A^T B), the encoder's and decoder's
 // attention (each kernel: forward, dK/dV, dQ), LayerNorm over d_model and, training, the loss
-// over the vocabulary (none when config.vocab_size is 0).
+// over the vocabulary and, decoding, the beam's top-k (none when config.vocab_size is 0).
 tune::TuneShapes model_tune_shapes(const model::ModelConfig& config, const ModelWork& work,
                                    const DeviceInfo& info);
 

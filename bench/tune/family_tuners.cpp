@@ -1,14 +1,18 @@
 #include "bench/tune/family_tuners.h"
 
+#include <algorithm>
 #include <cstring>
+#include <random>
 
 #include "bench/tune/attention_candidates.h"
 #include "bench/tune/attention_check.h"
+#include "bench/tune/check_io.h"
 #include "bench/tune/row_candidates.h"
 #include "bench/tune/row_checks.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/layer_norm.h"
 #include "engine/ops/loss.h"
+#include "engine/ops/topk.h"
 #include "engine/step_scalars.h"
 
 namespace vkf::tune {
@@ -190,6 +194,44 @@ TunedCrossEntropy tune_cross_entropy(Device& dev, const ops::CrossEntropyProblem
   space.check = [&](const ops::RowKernelConfig& c) {
     return check_cross_entropy(dev, c, p, options.sabotage);
   };
+  return entry(p, cls, ops::describe(space.candidates.front()),
+               search(space, options, deadline, step));
+}
+
+TunedTopK tune_topk(Device& dev, const ops::TopKProblem& p, Timer& timer,
+                    const TunerOptions& options, std::chrono::steady_clock::time_point deadline,
+                    const StepReport& step) {
+  const std::string cls = ops::topk_shape_class(p);
+  const uint64_t n = uint64_t(p.rows) * p.n;
+  Buffer values = dev.allocate(n * dtype_bytes(p.dtype), "tuner values"),
+         top_v = dev.allocate(uint64_t{p.rows} * p.k * 4, "tuner top values"),
+         top_i = dev.allocate(uint64_t{p.rows} * p.k * 4, "tuner top indices");
+  // Log-probability-like values: all-equal ones would time the worst case of both paths (no
+  // entry below the k-th), not what decoding sees.
+  std::mt19937 rng(p.n);
+  upload_stored(dev, values, random_stored(rng, n, p.dtype, -20.0f, 0.0f), p.dtype);
+  SearchSpace<ops::TopKConfig> space;
+  space.candidates = topk_candidates(dev.info(), p);
+  uint64_t scratch_bytes = 16;
+  for (const ops::TopKConfig& c : space.candidates)
+    scratch_bytes = std::max(scratch_bytes, ops::topk_scratch_bytes(p.rows, p.n, p.k, c));
+  Buffer scratch = dev.allocate(scratch_bytes, "tuner top-k scratch");
+  space.describe = [](const ops::TopKConfig& c) { return ops::describe(c); };
+  space.time = [&](const ops::TopKConfig& c, double give_up) {
+    return time_sequence(dev, timer, ops::describe(c), cls, give_up, [&](Recorder& rec) {
+      ops::topk(dev, rec,
+                {.dtype = p.dtype,
+                 .values = values,
+                 .out_values = top_v,
+                 .out_indices = top_i,
+                 .scratch = scratch,
+                 .rows = p.rows,
+                 .n = p.n,
+                 .k = p.k,
+                 .config = c});
+    });
+  };
+  space.check = [&](const ops::TopKConfig& c) { return check_topk(dev, c, p, options.sabotage); };
   return entry(p, cls, ops::describe(space.candidates.front()),
                search(space, options, deadline, step));
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The tuners of the op families after matmul (matmul_tuner.h): attention (per kernel: forward,
-// dK/dV, dQ), LayerNorm (forward, backward) and cross-entropy. Each times its candidates
+// dK/dV, dQ), LayerNorm (forward, backward), cross-entropy and top-k. Each times its candidates
 // (attention_candidates.h, row_candidates.h) at one shape of the class through a Timer, and
 // checks each one it would keep against the CPU reference (attention_check.h, row_checks.h),
 // within a deadline (search.h).
@@ -36,5 +36,10 @@ TunedCrossEntropy tune_cross_entropy(Device& dev, const ops::CrossEntropyProblem
                                      const TunerOptions& options,
                                      std::chrono::steady_clock::time_point deadline,
                                      const StepReport& step = {});
+
+// Timed at the decoder's shape (rows = beam x sentences, n = the vocabulary, k = 2 x beam).
+TunedTopK tune_topk(Device& dev, const ops::TopKProblem& p, Timer& timer,
+                    const TunerOptions& options, std::chrono::steady_clock::time_point deadline,
+                    const StepReport& step = {});
 
 }  // namespace vkf::tune

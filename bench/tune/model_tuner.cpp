@@ -66,6 +66,12 @@ TuneReport tune_model(Device& dev, const TuneShapes& shapes, Timer& timer,
         f.cross_entropy.push_back(tune_cross_entropy(dev, p, timer, options, d, s));
         return f.cross_entropy.back().untried;
       });
+  add_jobs(jobs, "topk", shapes.topk,
+           std::function<std::string(const ops::TopKProblem&)>(ops::topk_shape_class),
+           [&](const ops::TopKProblem& p, Clock::time_point d, const StepReport& s, TuningFile& f) {
+             f.topk.push_back(tune_topk(dev, p, timer, options, d, s));
+             return f.topk.back().untried;
+           });
 
   const Clock::time_point start = Clock::now();
   const auto seconds_since = [&](Clock::time_point t) {

@@ -1,8 +1,8 @@
 #pragma once
 // Every op family a model runs, tuned within one budget: the shapes of each family reduced to one
-// per shape class, then the families in turn (matmul, attention, LayerNorm, cross-entropy: by the
-// share of a training step they take, so that no overrun of the others eats into matmul's). Each
-// family gets an even share of what is left when it starts, each of its classes an even share
+// per shape class, then the families in turn (matmul, attention, LayerNorm, cross-entropy, top-k:
+// by the share of a training step they take, so that no overrun of the others eats into matmul's).
+// Each family gets an even share of what is left when it starts, each of its classes an even share
 // of what is left of the family's. The budget is hard: once it is spent no candidate is started
 // (the class being searched stops, the classes after it are not searched) and the report counts
 // what was left untried. A family's share is hard too, but for its first class: a family that
@@ -20,6 +20,7 @@ struct TuneShapes {
   std::vector<AttentionWork> attention;
   std::vector<ops::LayerNormProblem> layer_norm;
   std::vector<ops::CrossEntropyProblem> cross_entropy;
+  std::vector<ops::TopKProblem> topk;  // decoding: beam search's candidates
 };
 
 struct TuneReport {

@@ -66,4 +66,37 @@ std::vector<ops::RowKernelConfig> cross_entropy_candidates(const DeviceInfo& inf
   return pool;
 }
 
+std::vector<ops::TopKConfig> topk_candidates(const DeviceInfo& info, const ops::TopKProblem& p) {
+  using ops::TopKPath;
+  const ops::TopKConfig prior = ops::choose_topk(info, nullptr, p).config;
+  auto same = [](const ops::TopKConfig& a, const ops::TopKConfig& b) {
+    return a.path == b.path && a.workgroup_size == b.workgroup_size &&
+           (a.path == TopKPath::subgroup_rows ||
+            (a.per_thread == b.per_thread && a.prune == b.prune));
+  };
+  std::vector<ops::TopKConfig> pool;
+  auto add = [&](const ops::TopKConfig& c) {
+    if (ops::topk_config_misfit(info, c, p).empty() && !same(c, prior) &&
+        std::none_of(pool.begin(), pool.end(), [&](const auto& x) { return same(x, c); }))
+      pool.push_back(c);
+  };
+  // A subgroup per row: a workgroup of one subgroup, and of several.
+  for (uint32_t wg : {std::max(1u, info.subgroup_size), 64u, 256u})
+    add({wg, 1, false, TopKPath::subgroup_rows});
+  for (uint32_t wg : {32u, 64u, 128u, 256u})
+    for (uint32_t e : {8u, 16u, 32u})
+      for (bool prune : {true, false}) add({wg, e, prune, TopKPath::chunks});
+  std::stable_sort(pool.begin(), pool.end(), [&](const auto& a, const auto& b) {
+    auto d = [&](const ops::TopKConfig& c) {
+      if (c.path != prior.path) return wg_distance(c.workgroup_size, 64) * 0.1;  // first
+      return 1.0 + (c.prune != prior.prune ? 10.0 : 0.0) +
+             wg_distance(c.workgroup_size, prior.workgroup_size) +
+             wg_distance(c.per_thread, prior.per_thread);
+    };
+    return d(a) < d(b);
+  });
+  pool.insert(pool.begin(), prior);
+  return pool;
+}
+
 }  // namespace vkf::tune

@@ -1,12 +1,16 @@
 #include "bench/tune/row_checks.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
+#include <numeric>
 #include <random>
 
 #include "bench/tune/check_io.h"
 #include "engine/error.h"
 #include "engine/ops/layer_norm.h"
 #include "engine/ops/loss.h"
+#include "engine/ops/topk.h"
 #include "engine/step_scalars.h"
 #include "tests/reference/layer_norm.h"
 #include "tests/reference/loss.h"
@@ -152,6 +156,69 @@ std::string check_cross_entropy(Device& dev, const ops::RowKernelConfig& candida
                       t == DType::f16 ? 1e-3 : 1e-4);
   if (!why.empty()) why += " (" + std::to_string(rows) + " rows of " + std::to_string(vocab) + ")";
   return why;
+}
+
+std::string check_topk(Device& dev, const ops::TopKConfig& candidate, const ops::TopKProblem& p,
+                       const Sabotage& sabotage) {
+  const DType t = p.dtype;
+  const uint32_t rows = 9, n = std::max(std::min(p.n, 3001u) | 1u, p.k), k = p.k;
+  std::mt19937 rng(n * 31 + k);
+  // Multiples of 1/8 (exact in f16): many ties; every fifth entry -inf (a masked token).
+  std::vector<float> x(size_t{rows} * n);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = i % 5 == 3 ? -std::numeric_limits<float>::infinity()
+                      : float(int(rng() % 160) - 120) * 0.125f;
+  std::vector<float> want_v;
+  std::vector<uint32_t> want_i, idx(n);
+  for (uint32_t r = 0; r < rows; ++r) {
+    const float* row = x.data() + size_t{r} * n;
+    std::iota(idx.begin(), idx.end(), 0u);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](uint32_t a, uint32_t b) {
+      return row[a] > row[b] || (row[a] == row[b] && a < b);
+    });
+    for (uint32_t j = 0; j < k; ++j) {
+      want_v.push_back(row[idx[j]]);
+      want_i.push_back(idx[j]);
+    }
+  }
+  const uint32_t es = dtype_bytes(t);
+  Buffer xb = dev.allocate(x.size() * es, "tuner check values"),
+         vb = dev.allocate(size_t{rows} * k * 4, "tuner check top values"),
+         ib = dev.allocate(size_t{rows} * k * 4, "tuner check top indices"),
+         scratch =
+             dev.allocate(std::max<uint64_t>(16, ops::topk_scratch_bytes(rows, n, k, candidate)),
+                          "tuner check scratch");
+  upload_stored(dev, xb, x, t);
+  poison(dev, vb, rows * k, DType::f32);
+  poison(dev, ib, rows * k, DType::f32);
+  try {
+    Recorder rec(dev);
+    ops::topk(dev, rec,
+              {.dtype = t,
+               .values = xb,
+               .out_values = vb,
+               .out_indices = ib,
+               .scratch = scratch,
+               .rows = rows,
+               .n = n,
+               .k = k,
+               .config = candidate});
+    if (sabotage && sabotage(ops::describe(candidate)))
+      rec.fill(ib.ref().slice(0, 4), k_wrong_bits);
+    rec.finish().run();
+  } catch (const Error& e) {
+    return std::string("the op refused it: ") + e.what();
+  }
+  const std::vector<float> got_v = dev.download<float>(vb, rows * k);
+  const std::vector<uint32_t> got_i = dev.download<uint32_t>(ib, rows * k);
+  for (size_t j = 0; j < got_v.size(); ++j)
+    if (got_i[j] != want_i[j] || got_v[j] != want_v[j])
+      return "entry " + std::to_string(j % k) + " of row " + std::to_string(j / k) + " is (" +
+             std::to_string(got_i[j]) + ", " + std::to_string(got_v[j]) + "), not (" +
+             std::to_string(want_i[j]) + ", " + std::to_string(want_v[j]) + ") (" +
+             std::to_string(rows) + " rows of " + std::to_string(n) + ", k " + std::to_string(k) +
+             ")";
+  return "";
 }
 
 }  // namespace vkf::tune

@@ -39,8 +39,10 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   check_entries(f.attention);
   check_entries(f.layer_norm);
   check_entries(f.cross_entropy);
-  // Every family the model runs: in the summary's table, or among the classes the budget left.
-  for (const char* family : {"attention ", "layer_norm ", "cross_entropy "})
+  check_entries(f.topk);
+  // Every family the model runs (decoding's top-k at translate's defaults too): in the summary's
+  // table, or among the classes the budget left.
+  for (const char* family : {"attention ", "layer_norm ", "cross_entropy ", "topk "})
     CHECK_THAT(r.out, Catch::Contains(family));
 
   r = run_vkf(vkf::test::train_args(dir / "run", "--max-steps 1 --tune " + file.string()));
@@ -82,6 +84,7 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   CHECK(exported.attention.size() == f.attention.size());
   CHECK(exported.layer_norm.size() == f.layer_norm.size());
   CHECK(exported.cross_entropy.size() == f.cross_entropy.size());
+  CHECK(exported.topk.size() == f.topk.size());
   r = run_shell(cache + k_vkf + " tune --import " + stale.string());
   CHECK(r.status != 0);
   CHECK_THAT(r.err, Catch::Contains("does not apply"));

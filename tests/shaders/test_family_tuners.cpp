@@ -22,6 +22,7 @@
 #include "engine/ops/layer_norm_choice.h"
 #include "engine/ops/loss.h"
 #include "engine/ops/loss_choice.h"
+#include "engine/ops/topk_choice.h"
 #include "engine/step_scalars.h"
 #include "engine/tuning.h"
 #include "engine/tuning_file.h"
@@ -460,6 +461,7 @@ VKF_TEST_CASE("model tuner: every family within the budget, and a spent budget s
   shapes.attention = {{{DType::f32, ops::AttentionKernel::forward, 8, 8, 20, 20, true}, 1, 2}};
   shapes.layer_norm = {{DType::f32, false, 40, 24}, {DType::f32, true, 40, 24}};
   shapes.cross_entropy = {{DType::f32, 40, 100}};
+  shapes.topk = {{DType::f32, 8, 300, 10}};
   std::vector<std::string> names;
   for (auto c : tune::matmul_candidates(dev->info(), shapes.matmul[0]))
     names.push_back(c.describe());
@@ -469,12 +471,14 @@ VKF_TEST_CASE("model tuner: every family within the budget, and a spent budget s
     names.push_back(s);
   for (auto s : described(tune::cross_entropy_candidates(dev->info(), shapes.cross_entropy[0])))
     names.push_back(s);
+  for (auto s : described(tune::topk_candidates(dev->info(), shapes.topk[0]))) names.push_back(s);
   FakeTimer timer(names, {});
   const tune::TuneReport all = tune::tune_model(*dev, shapes, timer, short_search(2));
   CHECK(all.file.matmul.size() == 1);  // one shape class
   CHECK(all.file.attention.size() == 1);
   CHECK(all.file.layer_norm.size() == 2);
   CHECK(all.file.cross_entropy.size() == 1);
+  CHECK(all.file.topk.size() == 1);
   CHECK(all.skipped.empty());
 
   // Nothing left of the budget: no class is searched, each is named.
@@ -484,9 +488,66 @@ VKF_TEST_CASE("model tuner: every family within the budget, and a spent budget s
   const tune::TuneReport spent = tune::tune_model(*dev, shapes, idle, none);
   CHECK(idle.calls == 0);
   CHECK(spent.file.matmul.empty());
-  CHECK(spent.skipped.size() == 5);
+  CHECK(spent.skipped.size() == 6);
   CHECK_THAT(spent.skipped.front(), Catch::Contains("matmul f32/abt/m128/n128/k16"));
-  CHECK_THAT(spent.skipped.back(), Catch::Contains("cross_entropy f32/v1k"));
+  CHECK_THAT(spent.skipped.back(), Catch::Contains("topk f32/r8/v1k/k16"));
+}
+
+VKF_TEST_CASE("top-k tuner: candidates, the fastest correct one wins, a wrong one is rejected",
+              "[shaders][tune][topk]") {
+  const ops::TopKProblem p{DType::f32, 128, 37000, 10};
+  CHECK(ops::topk_shape_class(p) == "f32/r512/v64k/k16");
+  // On a device with subgroup arithmetic the other path comes right after the default.
+  const auto cpu = tune::topk_candidates(cpu_info(8), p);
+  REQUIRE(cpu.size() >= 4);
+  CHECK(ops::describe(cpu[0]) == "chunks wg64x32 pruned");
+  CHECK(cpu[1].path == ops::TopKPath::subgroup_rows);
+  for (const auto& c : cpu) CHECK(ops::topk_config_misfit(cpu_info(8), c, p).empty());
+  // k above the rows kernel's lists: chunks only.
+  for (const auto& c : tune::topk_candidates(cpu_info(8), {DType::f32, 8, 5000, 40}))
+    CHECK(c.path == ops::TopKPath::chunks);
+
+  auto dev = test::new_device();
+  const ops::TopKProblem small{DType::f32, 12, 1001, 10};
+  const auto cands = tune::topk_candidates(dev->info(), small);
+  REQUIRE(cands.size() >= 4);
+  for (const auto& c : cands) {
+    INFO(ops::describe(c));
+    CHECK(tune::check_topk(*dev, c, small).empty());
+  }
+  FakeTimer timer(described(cands), {{0, 1.0}, {1, 0.5}, {2, 0.2}, {3, 0.4}});
+  const TunedTopK t = tune::tune_topk(*dev, small, timer, short_search(4), far_deadline());
+  CHECK(ops::describe(t.config) == ops::describe(cands[2]));
+  CHECK(t.default_name == ops::describe(cands[0]));
+  CHECK(t.rejected.empty());
+
+  auto options = short_search(4);
+  const std::string wrong = ops::describe(cands[2]);
+  options.sabotage = [&](const std::string& c) { return c == wrong; };
+  CHECK_THAT(tune::check_topk(*dev, cands[2], small, options.sabotage),
+             Catch::Contains("entry 0 of row 0"));
+  FakeTimer again(described(cands), {{0, 1.0}, {1, 0.5}, {2, 0.2}, {3, 0.4}});
+  const TunedTopK r = tune::tune_topk(*dev, small, again, options, far_deadline());
+  CHECK(ops::describe(r.config) == ops::describe(cands[3]));
+  REQUIRE(r.rejected.size() == 1);
+  CHECK(r.rejected[0].first == wrong);
+
+  // The entry round-trips through the tuning file, and the device then runs it.
+  const std::filesystem::path dir = test::temp_dir("tuning_file_topk");
+  TuningFile f;
+  f.key = TuningKey::of(dev->info());
+  f.topk.push_back(r);
+  const std::string path = (dir / "t.tuning.json").string();
+  write_tuning_file(path, f);
+  const TuningFile back = read_tuning_file(path);
+  REQUIRE(back.topk.size() == 1);
+  CHECK(ops::describe(back.topk[0].config) == ops::describe(r.config));
+  CHECK(back.topk[0].shape.k == 10);
+  const auto tuning = make_tuning(back, path);
+  dev->set_tuning(tuning);
+  const ops::TopKChoice choice = ops::choose_topk(dev->info(), dev->tuning(), small);
+  CHECK(choice.source == ops::ConfigSource::tuned);
+  CHECK(ops::describe(choice.config) == ops::describe(r.config));
 }
 
 TEST_CASE("tuning file: attention, LayerNorm and cross-entropy entries round-trip",
