@@ -511,9 +511,9 @@ VKF_TEST_CASE("top-k tuner: candidates, the fastest correct one wins, a wrong on
   const ops::TopKProblem small{DType::f32, 12, 1001, 10};
   const auto cands = tune::topk_candidates(dev->info(), small);
   REQUIRE(cands.size() >= 4);
-  for (const auto& c : cands) {
-    INFO(ops::describe(c));
-    CHECK(tune::check_topk(*dev, c, small).empty());
+  for (size_t i = 0; i < 4; ++i) {  // the candidates searched below (the shader tests run all)
+    INFO(ops::describe(cands[i]));
+    CHECK(tune::check_topk(*dev, cands[i], small).empty());
   }
   FakeTimer timer(described(cands), {{0, 1.0}, {1, 0.5}, {2, 0.2}, {3, 0.4}});
   const TunedTopK t = tune::tune_topk(*dev, small, timer, short_search(4), far_deadline());
