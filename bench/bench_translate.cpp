@@ -70,8 +70,11 @@ void translate(benchmark::State& state) {
   static std::set<std::pair<uint32_t, uint32_t>> profiled;  // once per shape, not per repetition
   if (const char* p = std::getenv("VKF_BENCH_PROFILE");
       p && std::string(p) == "1" && profiled.insert({beam, batch}).second) {
-    // One step at position 10, as the search runs it, with device timestamps.
-    decode::DecodeShape shape{batch, beam, 21, 20, std::max(2u * beam, 2u)};
+    // One step at position 10, as the search runs it (its top-k included), with device
+    // timestamps.
+    decode::DecodeShape shape{
+        batch, beam, 21, 20,
+        decode::DecodeShape::candidates_for(beam, uint32_t(params().config().vocab_size))};
     decode::DecodeGraph graph(device(), params(), shape, true);
     std::vector<int32_t> src(size_t{batch} * 21, 5), len(batch, 21), toks(shape.rows(), 7);
     graph.encode(src, len);
