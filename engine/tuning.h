@@ -25,6 +25,8 @@ struct Tuning {
   std::map<std::string, ops::RowKernelConfig> cross_entropy;
   // By ops::topk_shape_class(): "f32/r128/v64k/k8" (path, workgroup size, entries a lane).
   std::map<std::string, ops::TopKConfig> topk;
+  // By ops::adam_shape_class(): "f32/n16m" (workgroup size).
+  std::map<std::string, uint32_t> adam;
 };
 
 }  // namespace vkf

@@ -249,7 +249,7 @@ std::string tuning_file_path(const std::string& dir, const DeviceInfo& info) {
 
 void write_tuning_file(const std::string& path, const TuningFile& f) {
   json entries = json::array(), attention = json::array(), layer_norm = json::array(),
-       cross_entropy = json::array(), topk = json::array();
+       cross_entropy = json::array(), topk = json::array(), adam = json::array();
   for (const TunedMatmul& t : f.matmul)
     entries.push_back(entry_json(t,
                                  {{"dtype", dtype_name(t.shape.dtype)},
@@ -290,6 +290,8 @@ void write_tuning_file(const std::string& path, const TuningFile& f) {
                                {"n", t.shape.n},
                                {"k", t.shape.k}},
                               topk_json(t.config)));
+  for (const TunedAdam& t : f.adam)
+    adam.push_back(entry_json(t, {{"n", t.shape.n}}, {{"workgroup_size", t.config}}));
   const json j = {{"format", k_format},
                   {"device",
                    {{"vendor_id", f.key.vendor_id},
@@ -302,7 +304,8 @@ void write_tuning_file(const std::string& path, const TuningFile& f) {
                   {"attention", attention},
                   {"layer_norm", layer_norm},
                   {"cross_entropy", cross_entropy},
-                  {"topk", topk}};
+                  {"topk", topk},
+                  {"adam", adam}};
   std::error_code ec;
   if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
     std::filesystem::create_directories(parent, ec);
@@ -388,6 +391,14 @@ TuningFile read_tuning_file(const std::string& path) {
       t.config = topk_of(e.at("config"));
       f.topk.push_back(std::move(t));
     }
+    for (const json& e : family(j, "adam")) {
+      TunedAdam t;
+      t.shape = {e.at("shape").at("n").get<uint32_t>()};
+      read_evidence(e, t, ops::adam_shape_class(t.shape));
+      t.config = e.at("config").at("workgroup_size").get<uint32_t>();
+      if (!t.config) throw Error("Adam workgroup size 0");
+      f.adam.push_back(std::move(t));
+    }
     return f;
   } catch (const json::exception& e) {
     throw Error("the tuning file " + path + " is malformed: " + e.what());
@@ -404,6 +415,7 @@ std::shared_ptr<const Tuning> make_tuning(const TuningFile& file, const std::str
   for (const TunedLayerNorm& l : file.layer_norm) t->layer_norm[l.shape_class] = l.config;
   for (const TunedCrossEntropy& c : file.cross_entropy) t->cross_entropy[c.shape_class] = c.config;
   for (const TunedTopK& k : file.topk) t->topk[k.shape_class] = k.config;
+  for (const TunedAdam& a : file.adam) t->adam[a.shape_class] = a.config;
   return t;
 }
 

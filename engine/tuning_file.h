@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/device_info.h"
+#include "engine/ops/adam.h"
 #include "engine/ops/attention_choice.h"
 #include "engine/ops/layer_norm_choice.h"
 #include "engine/ops/loss_choice.h"
@@ -51,6 +52,7 @@ using TunedAttention = TunedEntry<ops::AttentionProblem, ops::AttentionTiles>;
 using TunedLayerNorm = TunedEntry<ops::LayerNormProblem, ops::LayerNormConfig>;
 using TunedCrossEntropy = TunedEntry<ops::CrossEntropyProblem, ops::RowKernelConfig>;
 using TunedTopK = TunedEntry<ops::TopKProblem, ops::TopKConfig>;
+using TunedAdam = TunedEntry<ops::AdamProblem, uint32_t>;  // the workgroup size
 
 struct TuningFile {
   TuningKey key;
@@ -59,6 +61,7 @@ struct TuningFile {
   std::vector<TunedLayerNorm> layer_norm;
   std::vector<TunedCrossEntropy> cross_entropy;
   std::vector<TunedTopK> topk;
+  std::vector<TunedAdam> adam;
 };
 
 // <dir>/<device_cache_stem(info)>.tuning.json; "" when dir is "".

@@ -50,6 +50,7 @@ tune::TuneShapes in_storage(const tune::TuneShapes& f32, const std::vector<DType
     }
   }
   out.topk = f32.topk;  // decoding selects from fp32 log-probabilities in either storage
+  out.adam = f32.adam;  // the fp32 master weights in either storage
   return out;
 }
 
@@ -125,8 +126,8 @@ int run_tune(const TuneArgs& a) {
     write_tuning_file(to, f);
     std::cerr << "vkf tune: " << from << " -> " << to << " (" << f.matmul.size() << " matmul, "
               << f.attention.size() << " attention, " << f.layer_norm.size() << " LayerNorm, "
-              << f.cross_entropy.size() << " cross-entropy, " << f.topk.size()
-              << " top-k shape classes)\n";
+              << f.cross_entropy.size() << " cross-entropy, " << f.topk.size() << " top-k, "
+              << f.adam.size() << " Adam shape classes)\n";
     return 0;
   }
   const double budget = parse_duration(a.budget);
@@ -142,10 +143,11 @@ int run_tune(const TuneArgs& a) {
   for (const auto& p : shapes.cross_entropy)
     classes.insert("c " + ops::cross_entropy_shape_class(p));
   for (const auto& p : shapes.topk) classes.insert("t " + ops::topk_shape_class(p));
+  for (const auto& p : shapes.adam) classes.insert("o " + ops::adam_shape_class(p));
   std::cerr << "vkf tune: " << classes.size() << " shape classes (matmul"
             << (shapes.attention.empty() ? "" : ", attention, LayerNorm, cross-entropy")
-            << (shapes.topk.empty() ? "" : ", top-k") << ") on " << dev->label() << ", budget "
-            << budget << " s\n";
+            << (shapes.topk.empty() ? "" : ", top-k") << (shapes.adam.empty() ? "" : ", Adam")
+            << ") on " << dev->label() << ", budget " << budget << " s\n";
   const bool terminal = isatty(fileno(stderr)) != 0;
   tune::DeviceTimer timer;
   tune::TunerOptions o;
@@ -180,6 +182,8 @@ int run_tune(const TuneArgs& a) {
         std::to_string(t.shape.rows) + "x" + std::to_string(t.shape.n) + " k" +
             std::to_string(t.shape.k),
         ops::describe(t.config));
+  for (const TunedAdam& t : f.adam)
+    row("adam", t, std::to_string(t.shape.n), "wg" + std::to_string(t.config));
   auto rejected = [](const auto& entries) {
     for (const auto& t : entries)
       for (const auto& [cfg, why] : t.rejected)
@@ -190,6 +194,7 @@ int run_tune(const TuneArgs& a) {
   rejected(f.layer_norm);
   rejected(f.cross_entropy);
   rejected(f.topk);
+  rejected(f.adam);
   if (report.untried || !report.skipped.empty()) {
     std::printf("budget spent: %u candidates left untried", report.untried);
     if (!report.skipped.empty()) {

@@ -8,6 +8,7 @@
 #include "engine/error.h"
 #include "engine/tuning_file.h"
 #include "model/decode/state.h"
+#include "model/params.h"
 
 namespace vkf::app {
 namespace {
@@ -23,6 +24,7 @@ std::string families(const tune::TuneShapes& shapes) {
   add(!shapes.layer_norm.empty(), "LayerNorm");
   add(!shapes.cross_entropy.empty(), "cross-entropy");
   add(!shapes.topk.empty(), "top-k");
+  add(!shapes.adam.empty(), "Adam");
   return out;
 }
 
@@ -71,6 +73,9 @@ tune::TuneShapes model_tune_shapes(const model::ModelConfig& c, const ModelWork&
   out.layer_norm.push_back({work.dtype, false, rows, d});
   if (work.training) out.layer_norm.push_back({work.dtype, true, rows, d});
   if (work.training && v > 0) out.cross_entropy.push_back({work.dtype, rows, v});
+  if (work.training && v > 0)
+    out.adam.push_back(
+        {uint32_t(std::min<uint64_t>(model::ParamLayout(c).total_floats(), 0xffffffffu))});
   if (work.beam && work.sentences && v > 0)
     out.topk.push_back({DType::f32, work.beam * work.sentences, v,
                         model::decode::DecodeShape::candidates_for(work.beam, v)});

@@ -37,7 +37,8 @@ struct ModelWork {
 // The shapes of every family a model of `config` runs: its Linears' matmuls (forward A B^T;
 // training adds the input and weight gradients, A B and A^T B), the encoder's and decoder's
 // attention (each kernel: forward, dK/dV, dQ), LayerNorm over d_model and, training, the loss
-// over the vocabulary and, decoding, the beam's top-k (none when config.vocab_size is 0).
+// over the vocabulary and Adam over the parameters and, decoding, the beam's top-k (none of
+// these three when config.vocab_size is 0).
 tune::TuneShapes model_tune_shapes(const model::ModelConfig& config, const ModelWork& work,
                                    const DeviceInfo& info);
 

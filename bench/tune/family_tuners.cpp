@@ -9,6 +9,7 @@
 #include "bench/tune/check_io.h"
 #include "bench/tune/row_candidates.h"
 #include "bench/tune/row_checks.h"
+#include "engine/ops/adam.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/layer_norm.h"
 #include "engine/ops/loss.h"
@@ -233,6 +234,40 @@ TunedTopK tune_topk(Device& dev, const ops::TopKProblem& p, Timer& timer,
   };
   space.check = [&](const ops::TopKConfig& c) { return check_topk(dev, c, p, options.sabotage); };
   return entry(p, cls, ops::describe(space.candidates.front()),
+               search(space, options, deadline, step));
+}
+
+TunedAdam tune_adam(Device& dev, const ops::AdamProblem& p, Timer& timer,
+                    const TunerOptions& options, std::chrono::steady_clock::time_point deadline,
+                    const StepReport& step) {
+  const std::string cls = ops::adam_shape_class(p);
+  const uint32_t n = std::min(p.n, 16u << 20);
+  Buffer w = dev.allocate(uint64_t{n} * 4, "tuner w"), g = dev.allocate(uint64_t{n} * 4, "tuner g"),
+         m = dev.allocate(uint64_t{n} * 4, "tuner m"), v = dev.allocate(uint64_t{n} * 4, "tuner v"),
+         norm = dev.allocate(16, "tuner norm"),
+         stepb = dev.allocate(sizeof(StepScalars), "tuner step", MemoryKind::host);
+  StepScalars st;
+  std::memcpy(stepb.mapped(), &st, sizeof st);
+  fill_small(dev, {&w, &g, &m, &v}, DType::f32);
+  dev.upload(norm, std::vector<uint32_t>{0, 0, 0, 0});
+  SearchSpace<uint32_t> space;
+  space.candidates = adam_candidates(dev.info());
+  space.describe = [](uint32_t wg) { return "wg" + std::to_string(wg); };
+  space.time = [&](uint32_t wg, double give_up) {
+    return time_sequence(dev, timer, space.describe(wg), cls, give_up, [&](Recorder& rec) {
+      ops::adam(dev, rec,
+                {.params = w,
+                 .grads = g,
+                 .m = m,
+                 .v = v,
+                 .step = stepb,
+                 .grad_norm = norm,
+                 .n = n,
+                 .workgroup_size = wg});
+    });
+  };
+  space.check = [&](uint32_t wg) { return check_adam(dev, wg, options.sabotage); };
+  return entry(p, cls, space.describe(space.candidates.front()),
                search(space, options, deadline, step));
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // The tuners of the op families after matmul (matmul_tuner.h): attention (per kernel: forward,
-// dK/dV, dQ), LayerNorm (forward, backward), cross-entropy and top-k. Each times its candidates
-// (attention_candidates.h, row_candidates.h) at one shape of the class through a Timer, and
-// checks each one it would keep against the CPU reference (attention_check.h, row_checks.h),
+// dK/dV, dQ), LayerNorm (forward, backward), cross-entropy, top-k and Adam. Each times its
+// candidates (attention_candidates.h, row_candidates.h) at one shape of the class through a Timer,
+// and checks each one it would keep against the CPU reference (attention_check.h, row_checks.h),
 // within a deadline (search.h).
 #include <chrono>
 
@@ -39,6 +39,12 @@ TunedCrossEntropy tune_cross_entropy(Device& dev, const ops::CrossEntropyProblem
 
 // Timed at the decoder's shape (rows = beam x sentences, n = the vocabulary, k = 2 x beam).
 TunedTopK tune_topk(Device& dev, const ops::TopKProblem& p, Timer& timer,
+                    const TunerOptions& options, std::chrono::steady_clock::time_point deadline,
+                    const StepReport& step = {});
+
+// Timed over the problem's parameter count, up to 16M (far beyond any cache: a larger count
+// only takes longer to time).
+TunedAdam tune_adam(Device& dev, const ops::AdamProblem& p, Timer& timer,
                     const TunerOptions& options, std::chrono::steady_clock::time_point deadline,
                     const StepReport& step = {});
 

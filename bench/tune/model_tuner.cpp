@@ -72,6 +72,12 @@ TuneReport tune_model(Device& dev, const TuneShapes& shapes, Timer& timer,
              f.topk.push_back(tune_topk(dev, p, timer, options, d, s));
              return f.topk.back().untried;
            });
+  add_jobs(jobs, "adam", shapes.adam,
+           std::function<std::string(const ops::AdamProblem&)>(ops::adam_shape_class),
+           [&](const ops::AdamProblem& p, Clock::time_point d, const StepReport& s, TuningFile& f) {
+             f.adam.push_back(tune_adam(dev, p, timer, options, d, s));
+             return f.adam.back().untried;
+           });
 
   const Clock::time_point start = Clock::now();
   const auto seconds_since = [&](Clock::time_point t) {

@@ -21,6 +21,7 @@ struct TuneShapes {
   std::vector<ops::LayerNormProblem> layer_norm;
   std::vector<ops::CrossEntropyProblem> cross_entropy;
   std::vector<ops::TopKProblem> topk;  // decoding: beam search's candidates
+  std::vector<ops::AdamProblem> adam;  // training: the optimizer over the parameters
 };
 
 struct TuneReport {

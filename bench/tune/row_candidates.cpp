@@ -99,4 +99,16 @@ std::vector<ops::TopKConfig> topk_candidates(const DeviceInfo& info, const ops::
   return pool;
 }
 
+std::vector<uint32_t> adam_candidates(const DeviceInfo& info) {
+  std::vector<uint32_t> pool;
+  for (uint32_t wg : k_workgroups)
+    if (wg != 256 && wg <= info.max_workgroup_invocations && wg <= info.max_workgroup_size[0])
+      pool.push_back(wg);
+  std::stable_sort(pool.begin(), pool.end(), [](uint32_t a, uint32_t b) {
+    return wg_distance(a, 256) < wg_distance(b, 256);
+  });
+  pool.insert(pool.begin(), 256u);
+  return pool;
+}
+
 }  // namespace vkf::tune

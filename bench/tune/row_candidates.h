@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/device_info.h"
+#include "engine/ops/adam.h"
 #include "engine/ops/layer_norm_choice.h"
 #include "engine/ops/loss_choice.h"
 #include "engine/ops/topk_choice.h"
@@ -22,5 +23,7 @@ std::vector<ops::RowKernelConfig> cross_entropy_candidates(const DeviceInfo& inf
 // Top-k: the default (chunks), then a subgroup per row (the other path, tried first), then
 // chunk shapes nearest the default.
 std::vector<ops::TopKConfig> topk_candidates(const DeviceInfo& info, const ops::TopKProblem& p);
+// Adam's workgroup sizes: 256 (the default), then the others nearest it first.
+std::vector<uint32_t> adam_candidates(const DeviceInfo& info);
 
 }  // namespace vkf::tune

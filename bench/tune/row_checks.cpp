@@ -8,12 +8,14 @@
 
 #include "bench/tune/check_io.h"
 #include "engine/error.h"
+#include "engine/ops/adam.h"
 #include "engine/ops/layer_norm.h"
 #include "engine/ops/loss.h"
 #include "engine/ops/topk.h"
 #include "engine/step_scalars.h"
 #include "tests/reference/layer_norm.h"
 #include "tests/reference/loss.h"
+#include "tests/reference/optim.h"
 
 namespace vkf::tune {
 namespace {
@@ -219,6 +221,60 @@ std::string check_topk(Device& dev, const ops::TopKConfig& candidate, const ops:
              std::to_string(rows) + " rows of " + std::to_string(n) + ", k " + std::to_string(k) +
              ")";
   return "";
+}
+
+std::string check_adam(Device& dev, uint32_t workgroup_size, const Sabotage& sabotage) {
+  const uint32_t n = 1001, step = 3;
+  const float grad_scale = 0.5f;
+  ops::AdamOptions o{.lr = 2.0f, .d_model = 64.0f, .warmup_steps = 4.0f, .weight_decay = 0.01f};
+  o.max_grad_norm = 1.0f;  // random gradients of 1001 elements have norm ~18: clipped
+  std::mt19937 rng(n);
+  const std::vector<float> w = random_stored(rng, n, DType::f32),
+                           g = random_stored(rng, n, DType::f32),
+                           m = random_stored(rng, n, DType::f32, -0.1f, 0.1f),
+                           v = random_stored(rng, n, DType::f32, 0.0f, 0.01f);
+  Buffer wb = dev.allocate(n * 4, "tuner check w"), gb = dev.allocate(n * 4, "tuner check g"),
+         mb = dev.allocate(n * 4, "tuner check m"), vb = dev.allocate(n * 4, "tuner check v"),
+         normb = dev.allocate(16, "tuner check norm"),
+         stepb = dev.allocate(sizeof(StepScalars), "tuner check step", MemoryKind::host);
+  StepScalars st;
+  st.step = step;
+  st.grad_scale = grad_scale;
+  std::memcpy(stepb.mapped(), &st, sizeof st);
+  dev.upload(wb, w);
+  dev.upload(gb, g);
+  dev.upload(mb, m);
+  dev.upload(vb, v);
+  const double norm = ref::grad_norm({g});
+  ops::GradNormResult r;
+  r.sum_squares = float(norm * norm);
+  r.norm = float(norm);
+  dev.upload(normb, std::vector<ops::GradNormResult>{r});
+  try {
+    Recorder rec(dev);
+    ops::adam(dev, rec,
+              {.params = wb,
+               .grads = gb,
+               .m = mb,
+               .v = vb,
+               .step = stepb,
+               .grad_norm = normb,
+               .n = n,
+               .options = o,
+               .workgroup_size = workgroup_size});
+    if (sabotage && sabotage("wg" + std::to_string(workgroup_size)))
+      rec.fill(wb.ref().slice(0, 4), k_wrong_bits);
+    rec.finish().run();
+  } catch (const Error& e) {
+    return std::string("the op refused it: ") + e.what();
+  }
+  ref::AdamState want{{w.begin(), w.end()}, {m.begin(), m.end()}, {v.begin(), v.end()}};
+  ref::adam_step(want, g, o, step, grad_scale, 1.0, norm);
+  // The shader tests' tolerances (tests/shaders/test_adam.cpp).
+  std::string why = first_wrong("w", dev.download<float>(wb, n), want.w, 1e-6, 1e-5);
+  if (why.empty()) why = first_wrong("m", dev.download<float>(mb, n), want.m, 1e-7, 1e-5);
+  if (why.empty()) why = first_wrong("v", dev.download<float>(vb, n), want.v, 1e-12, 1e-5);
+  return why;
 }
 
 }  // namespace vkf::tune

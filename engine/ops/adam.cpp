@@ -7,6 +7,7 @@
 #include "engine/launch.h"
 #include "engine/ops/elementwise.h"
 #include "engine/step_scalars.h"
+#include "engine/tuning.h"
 
 namespace vkf::ops {
 
@@ -55,6 +56,34 @@ void grad_norm(Device& dev, Recorder& rec, const GradNormArgs& a) {
   rec.dispatch(k, {in(a.partials), out(a.out)}, count, {1, 1, 1});
 }
 
+std::string adam_shape_class(const AdamProblem& p) {
+  const uint32_t n = p.n;
+  return std::string("f32/n") + (n <= (1u << 16)   ? "64k"
+                                 : n <= (1u << 20) ? "1m"
+                                 : n <= (1u << 24) ? "16m"
+                                                   : "big");
+}
+
+uint32_t choose_adam_workgroup(const Device& dev, const AdamProblem& p, std::string* why) {
+  constexpr uint32_t k_default = 256;
+  std::string passed_over;
+  if (const Tuning* t = dev.tuning()) {
+    const std::string cls = adam_shape_class(p);
+    if (auto it = t->adam.find(cls); it != t->adam.end()) {
+      const uint32_t wg = it->second;
+      if (wg && (wg & (wg - 1)) == 0 && wg <= dev.info().max_workgroup_invocations &&
+          wg <= dev.info().max_workgroup_size[0]) {
+        if (why) *why = "tuned for " + cls + " (wg" + std::to_string(wg) + ", " + t->origin + ")";
+        return wg;
+      }
+      passed_over = "; the tuned wg" + std::to_string(wg) + " for " + cls +
+                    " was passed over: not a power of two the device runs";
+    }
+  }
+  if (why) *why = "default: wg" + std::to_string(k_default) + passed_over;
+  return k_default;
+}
+
 void adam(Device& dev, Recorder& rec, const AdamArgs& a) {
   const std::string op = "adam over " + std::to_string(a.n) + " parameters";
   if (a.n == 0) throw Error(op + ": no parameters");
@@ -70,7 +99,8 @@ void adam(Device& dev, Recorder& rec, const AdamArgs& a) {
     throw Error(op + ": betas must be in [0, 1) and eps >= 0");
   if (o.schedule == LrSchedule::noam && !(o.d_model > 0 && o.warmup_steps > 0))
     throw Error(op + ": the schedule needs d_model > 0 and warmup_steps > 0");
-  uint32_t wg = resolve_workgroup_size(dev, a.workgroup_size, "adam");
+  uint32_t wg = resolve_workgroup_size(
+      dev, a.workgroup_size ? a.workgroup_size : choose_adam_workgroup(dev, {a.n}), "adam");
   struct {
     uint32_t n, flags;
     float lr, d_model, warmup, beta1, beta2, eps, weight_decay, max_norm;

@@ -3,6 +3,7 @@
 // deterministic global gradient norm (with a non-finite flag) it uses for clipping.
 // Kernels: shaders/adam.comp, grad_norm.comp, grad_norm_final.comp.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/device.h"
@@ -65,5 +66,16 @@ struct AdamArgs {
   uint32_t workgroup_size = 0;  // 0 = 256
 };
 void adam(Device& dev, Recorder& rec, const AdamArgs& a);
+
+// Adam's tuned dimension is its workgroup size (memory-bound, one element an invocation: on
+// Mesa 22.3's lavapipe 1024 ran 1.55x faster than 256). Shape classes: the parameter count
+// rounded up to a bucket (64k, 1m, 16m, big).
+struct AdamProblem {
+  uint32_t n = 0;
+};
+std::string adam_shape_class(const AdamProblem& p);
+// The workgroup size adam() runs when AdamArgs::workgroup_size is 0: the device's tuning for the
+// class where the device can run it, else 256; `why` says which (may be null).
+uint32_t choose_adam_workgroup(const Device& dev, const AdamProblem& p, std::string* why = nullptr);
 
 }  // namespace vkf::ops

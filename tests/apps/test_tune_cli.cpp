@@ -40,9 +40,10 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   check_entries(f.layer_norm);
   check_entries(f.cross_entropy);
   check_entries(f.topk);
+  check_entries(f.adam);
   // Every family the model runs (decoding's top-k at translate's defaults too): in the summary's
   // table, or among the classes the budget left.
-  for (const char* family : {"attention ", "layer_norm ", "cross_entropy ", "topk "})
+  for (const char* family : {"attention ", "layer_norm ", "cross_entropy ", "topk ", "adam "})
     CHECK_THAT(r.out, Catch::Contains(family));
 
   r = run_vkf(vkf::test::train_args(dir / "run", "--max-steps 1 --tune " + file.string()));
@@ -85,6 +86,7 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   CHECK(exported.layer_norm.size() == f.layer_norm.size());
   CHECK(exported.cross_entropy.size() == f.cross_entropy.size());
   CHECK(exported.topk.size() == f.topk.size());
+  CHECK(exported.adam.size() == f.adam.size());
   r = run_shell(cache + k_vkf + " tune --import " + stale.string());
   CHECK(r.status != 0);
   CHECK_THAT(r.err, Catch::Contains("does not apply"));
@@ -108,8 +110,9 @@ TEST_CASE("vkf train --tune auto tunes on a new device, then vkf translate reuse
   INFO(r.err);
   REQUIRE(r.status == 0);
   // The vocabulary's size is read before the tuning: the loss is among the families.
-  CHECK_THAT(r.err, Catch::Contains(
-                        "yet: tuning its kernels (matmul, attention, LayerNorm, cross-entropy)"));
+  CHECK_THAT(r.err,
+             Catch::Contains(
+                 "yet: tuning its kernels (matmul, attention, LayerNorm, cross-entropy, Adam)"));
   CHECK_THAT(r.err, Catch::Contains("vkf train: kernels tuned (" + (dir / "cache").string()));
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir / "cache"))

@@ -462,6 +462,7 @@ VKF_TEST_CASE("model tuner: every family within the budget, and a spent budget s
   shapes.layer_norm = {{DType::f32, false, 40, 24}, {DType::f32, true, 40, 24}};
   shapes.cross_entropy = {{DType::f32, 40, 100}};
   shapes.topk = {{DType::f32, 8, 300, 10}};
+  shapes.adam = {{5000}};
   std::vector<std::string> names;
   for (auto c : tune::matmul_candidates(dev->info(), shapes.matmul[0]))
     names.push_back(c.describe());
@@ -472,6 +473,7 @@ VKF_TEST_CASE("model tuner: every family within the budget, and a spent budget s
   for (auto s : described(tune::cross_entropy_candidates(dev->info(), shapes.cross_entropy[0])))
     names.push_back(s);
   for (auto s : described(tune::topk_candidates(dev->info(), shapes.topk[0]))) names.push_back(s);
+  for (uint32_t wg : tune::adam_candidates(dev->info())) names.push_back("wg" + std::to_string(wg));
   FakeTimer timer(names, {});
   const tune::TuneReport all = tune::tune_model(*dev, shapes, timer, short_search(2));
   CHECK(all.file.matmul.size() == 1);  // one shape class
@@ -479,6 +481,7 @@ VKF_TEST_CASE("model tuner: every family within the budget, and a spent budget s
   CHECK(all.file.layer_norm.size() == 2);
   CHECK(all.file.cross_entropy.size() == 1);
   CHECK(all.file.topk.size() == 1);
+  CHECK(all.file.adam.size() == 1);
   CHECK(all.skipped.empty());
 
   // Nothing left of the budget: no class is searched, each is named.
@@ -488,9 +491,57 @@ VKF_TEST_CASE("model tuner: every family within the budget, and a spent budget s
   const tune::TuneReport spent = tune::tune_model(*dev, shapes, idle, none);
   CHECK(idle.calls == 0);
   CHECK(spent.file.matmul.empty());
-  CHECK(spent.skipped.size() == 6);
+  CHECK(spent.skipped.size() == 7);
   CHECK_THAT(spent.skipped.front(), Catch::Contains("matmul f32/abt/m128/n128/k16"));
-  CHECK_THAT(spent.skipped.back(), Catch::Contains("topk f32/r8/v1k/k16"));
+  CHECK_THAT(spent.skipped.back(), Catch::Contains("adam f32/n64k"));
+}
+
+VKF_TEST_CASE("Adam tuner: the fastest correct workgroup wins, Adam then runs it",
+              "[shaders][tune][adam]") {
+  CHECK(ops::adam_shape_class({60'000'000}) == "f32/nbig");
+  CHECK(ops::adam_shape_class({7'500'000}) == "f32/n16m");
+  auto dev = test::new_device();
+  const auto cands = tune::adam_candidates(dev->info());
+  REQUIRE(cands.size() >= 4);
+  CHECK(cands[0] == 256);
+  std::vector<std::string> names;
+  for (uint32_t wg : cands) names.push_back("wg" + std::to_string(wg));
+  for (uint32_t wg : cands) {
+    INFO(wg);
+    CHECK(tune::check_adam(*dev, wg).empty());
+  }
+  const ops::AdamProblem p{3000};
+  FakeTimer timer(names, {{0, 1.0}, {1, 0.5}, {2, 0.3}, {3, 0.6}});
+  const TunedAdam t = tune::tune_adam(*dev, p, timer, short_search(4), far_deadline());
+  CHECK(t.config == cands[2]);
+  CHECK(t.default_name == "wg256");
+
+  // A workgroup size made wrong on purpose is rejected, saying why.
+  auto options = short_search(4);
+  options.sabotage = [&](const std::string& c) { return c == names[2]; };
+  CHECK_THAT(tune::check_adam(*dev, cands[2], options.sabotage), Catch::Contains("w wrong at"));
+  FakeTimer again(names, {{0, 1.0}, {1, 0.5}, {2, 0.3}, {3, 0.6}});
+  const TunedAdam r = tune::tune_adam(*dev, p, again, options, far_deadline());
+  CHECK(r.config == cands[1]);
+  REQUIRE(r.rejected.size() == 1);
+  CHECK(r.rejected[0].first == names[2]);
+
+  // Through the tuning file, Adam with its workgroup size left at 0 runs the tuned one.
+  const std::filesystem::path dir = test::temp_dir("tuning_file_adam");
+  TuningFile f;
+  f.key = TuningKey::of(dev->info());
+  f.adam.push_back(r);
+  const std::string path = (dir / "t.tuning.json").string();
+  write_tuning_file(path, f);
+  const TuningFile back = read_tuning_file(path);
+  REQUIRE(back.adam.size() == 1);
+  CHECK(back.adam[0].config == r.config);
+  CHECK(ops::choose_adam_workgroup(*dev, p) == 256);
+  dev->set_tuning(make_tuning(back, path));
+  std::string why;
+  CHECK(ops::choose_adam_workgroup(*dev, p, &why) == r.config);
+  CHECK_THAT(why, Catch::Contains("tuned for f32/n64k (wg" + std::to_string(r.config)));
+  CHECK(ops::choose_adam_workgroup(*dev, {p.n << 10}) == 256);  // another class
 }
 
 VKF_TEST_CASE("top-k tuner: candidates, the fastest correct one wins, a wrong one is rejected",
