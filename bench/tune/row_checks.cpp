@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <numeric>
 #include <random>
 
 #include "bench/tune/check_io.h"
@@ -16,6 +15,7 @@
 #include "tests/reference/layer_norm.h"
 #include "tests/reference/loss.h"
 #include "tests/reference/optim.h"
+#include "tests/reference/topk.h"
 
 namespace vkf::tune {
 namespace {
@@ -170,19 +170,7 @@ std::string check_topk(Device& dev, const ops::TopKConfig& candidate, const ops:
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = i % 5 == 3 ? -std::numeric_limits<float>::infinity()
                       : float(int(rng() % 160) - 120) * 0.125f;
-  std::vector<float> want_v;
-  std::vector<uint32_t> want_i, idx(n);
-  for (uint32_t r = 0; r < rows; ++r) {
-    const float* row = x.data() + size_t{r} * n;
-    std::iota(idx.begin(), idx.end(), 0u);
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](uint32_t a, uint32_t b) {
-      return row[a] > row[b] || (row[a] == row[b] && a < b);
-    });
-    for (uint32_t j = 0; j < k; ++j) {
-      want_v.push_back(row[idx[j]]);
-      want_i.push_back(idx[j]);
-    }
-  }
+  const ref::TopKResult want = ref::topk(x, rows, n, k);
   const uint32_t es = dtype_bytes(t);
   Buffer xb = dev.allocate(x.size() * es, "tuner check values"),
          vb = dev.allocate(size_t{rows} * k * 4, "tuner check top values"),
@@ -214,10 +202,10 @@ std::string check_topk(Device& dev, const ops::TopKConfig& candidate, const ops:
   const std::vector<float> got_v = dev.download<float>(vb, rows * k);
   const std::vector<uint32_t> got_i = dev.download<uint32_t>(ib, rows * k);
   for (size_t j = 0; j < got_v.size(); ++j)
-    if (got_i[j] != want_i[j] || got_v[j] != want_v[j])
+    if (got_i[j] != want.indices[j] || got_v[j] != want.values[j])
       return "entry " + std::to_string(j % k) + " of row " + std::to_string(j / k) + " is (" +
              std::to_string(got_i[j]) + ", " + std::to_string(got_v[j]) + "), not (" +
-             std::to_string(want_i[j]) + ", " + std::to_string(want_v[j]) + ") (" +
+             std::to_string(want.indices[j]) + ", " + std::to_string(want.values[j]) + ") (" +
              std::to_string(rows) + " rows of " + std::to_string(n) + ", k " + std::to_string(k) +
              ")";
   return "";

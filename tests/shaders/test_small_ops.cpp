@@ -13,6 +13,7 @@
 #include "engine/ops/topk.h"
 #include "engine/ops/topk_choice.h"
 #include "engine/tuning.h"
+#include "tests/reference/topk.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
@@ -198,20 +199,9 @@ namespace {
 // The k best of each row by (value desc, index asc), like a stable descending sort.
 void topk_reference(const std::vector<float>& x, uint32_t rows, uint32_t n, uint32_t k,
                     std::vector<float>& values, std::vector<uint32_t>& indices) {
-  values.clear();
-  indices.clear();
-  std::vector<uint32_t> idx(n);
-  for (uint32_t r = 0; r < rows; ++r) {
-    std::iota(idx.begin(), idx.end(), 0u);
-    const float* row = x.data() + size_t{r} * n;
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](uint32_t a, uint32_t b) {
-      return row[a] > row[b] || (row[a] == row[b] && a < b);
-    });
-    for (uint32_t j = 0; j < k; ++j) {
-      values.push_back(row[idx[j]]);
-      indices.push_back(idx[j]);
-    }
-  }
+  ref::TopKResult r = ref::topk(x, rows, n, k);
+  values = std::move(r.values);
+  indices = std::move(r.indices);
 }
 
 // Every shape of chunk, with and without the pruning pre-pass; a subgroup per row at a workgroup
