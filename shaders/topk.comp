@@ -16,6 +16,8 @@
 // topk_f16 reads fp16 values (16-bit storage only) in the first pass; the candidates it writes,
 // and so the later passes, are fp32. Every fp16 value widens exactly, so order and ties are
 // those of the fp16 inputs.
+// With subtract_lse = 1 (the last pass of a top-k of logits, TopKArgs::log_softmax) each winner's
+// value has lse[row] (log_sum_exp of log_softmax.comp) subtracted: its log-probability.
 // vkf-variant: topk_f16 VKF_F16=1
 #ifdef VKF_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -32,6 +34,7 @@ layout(std430, binding = 1) readonly buffer InIdx { uint in_idx[]; };       // [
 layout(std430, binding = 2) writeonly buffer OutVal { float out_val[]; };   // [rows, chunks, k]
 layout(std430, binding = 3) writeonly buffer OutIdx { uint out_idx[]; };    // [rows, chunks, k]
 layout(std430, binding = 4) readonly buffer Thr { float thr[]; };           // [rows, k]
+layout(std430, binding = 5) readonly buffer Lse { float lse[]; };           // [rows]
 layout(push_constant) uniform Push {
   uint rows;
   uint n;
@@ -39,6 +42,7 @@ layout(push_constant) uniform Push {
   uint chunks;
   uint has_idx;
   uint use_threshold;
+  uint subtract_lse;
 } p;
 
 const uint k_none = 0xffffffffu;
@@ -89,6 +93,7 @@ void main() {
 
   uint out_base = (row * p.chunks + chunk) * p.k;
   float threshold = p.use_threshold != 0u ? thr[row * p.k + p.k - 1u] : 0.0;
+  float shift = p.subtract_lse != 0u ? lse[row] : 0.0;
   for (uint r = 0; r < p.k; ++r) {
     red_val[t] = best_v;
     red_idx[t] = best_i;
@@ -112,7 +117,7 @@ void main() {
       break;
     }
     if (t == 0) {
-      out_val[out_base + r] = win_v;
+      out_val[out_base + r] = win_v - shift;
       out_idx[out_base + r] = win_i;
     }
     // Real indices are unique, so exactly one invocation owns the winner.

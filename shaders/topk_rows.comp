@@ -10,7 +10,14 @@
 // a lane keeps at least the k it may contribute.
 // topk_rows_f16 reads fp16 values (16-bit storage only); lists, comparisons and outputs are fp32,
 // which hold every fp16 value exactly.
+// The _lsm variants (VKF_LOG_SOFTMAX) take logits and write their winners' log-softmax: each
+// lane also keeps an online max and rescaled sum of exponentials of its columns in the same
+// pass, the subgroup folds them into the row's log-sum-exp, and only the k winners have it
+// subtracted (the order of the raw logits is the order of the log-probabilities). That replaces
+// a log_softmax pass that read the row twice and wrote it once.
 // vkf-variant: topk_rows_f16 VKF_F16=1
+// vkf-variant: topk_rows_lsm VKF_LOG_SOFTMAX=1
+// vkf-variant: topk_rows_lsm_f16 VKF_LOG_SOFTMAX=1 VKF_F16=1
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #ifdef VKF_F16
@@ -57,8 +64,19 @@ void top_of_row(uint row, uint lane, uint lanes) {
   // Below the list's last entry nothing enters (one compare: the common case); while the list
   // has room that is -inf, which a -inf entry does not fall below.
   float floor_v = k_neg_inf;
+#ifdef VKF_LOG_SOFTMAX
+  float m = k_pad, s = 0.0;  // this lane's max and sum of exp(v - m) (as log_softmax.comp)
+#endif
   for (uint c = lane; c < p.n; c += lanes) {
     float v = float(in_val[base + c]);
+#ifdef VKF_LOG_SOFTMAX
+    if (v > m) {
+      s = s * exp(m - v) + 1.0;
+      m = v;
+    } else {
+      s += exp(v - m);
+    }
+#endif
     if (v < floor_v) continue;
     uint i = c;
     if (!better(v, i, list_v[KMAX - 1], list_i[KMAX - 1])) continue;
@@ -76,6 +94,12 @@ void top_of_row(uint row, uint lane, uint lanes) {
     floor_v = list_i[KMAX - 1] == k_none ? k_neg_inf : list_v[KMAX - 1];
   }
 
+#ifdef VKF_LOG_SOFTMAX
+  const float row_max = subgroupMax(m);
+  const float lse = row_max + log(subgroupAdd(s > 0.0 ? s * exp(m - row_max) : 0.0));
+#else
+  const float lse = 0.0;
+#endif
   const uint out_base = row * p.k;
   for (uint r = 0; r < p.k; ++r) {
     // A missing entry compares as -inf and loses the tie to any real one (by its index).
@@ -90,7 +114,7 @@ void top_of_row(uint row, uint lane, uint lanes) {
       return;
     }
     if (lane == 0u) {
-      out_val[out_base + r] = best;
+      out_val[out_base + r] = best - lse;
       out_idx[out_base + r] = win;
     }
     if (list_i[0] == win) {  // real indices are unique: one owner

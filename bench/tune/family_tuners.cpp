@@ -207,16 +207,17 @@ TunedTopK tune_topk(Device& dev, const ops::TopKProblem& p, Timer& timer,
   Buffer values = dev.allocate(n * dtype_bytes(p.dtype), "tuner values"),
          top_v = dev.allocate(uint64_t{p.rows} * p.k * 4, "tuner top values"),
          top_i = dev.allocate(uint64_t{p.rows} * p.k * 4, "tuner top indices");
-  // Log-probability-like values: all-equal ones would time the worst case of both paths (no
-  // entry below the k-th), not what decoding sees.
+  // Logit-like values: all-equal ones would time the worst case of both paths (no entry below
+  // the k-th), not what decoding sees.
   std::mt19937 rng(p.n);
   upload_stored(dev, values, random_stored(rng, n, p.dtype, -20.0f, 0.0f), p.dtype);
   SearchSpace<ops::TopKConfig> space;
   space.candidates = topk_candidates(dev.info(), p);
   uint64_t scratch_bytes = 16;
   for (const ops::TopKConfig& c : space.candidates)
-    scratch_bytes = std::max(scratch_bytes, ops::topk_scratch_bytes(p.rows, p.n, p.k, c));
+    scratch_bytes = std::max(scratch_bytes, ops::topk_scratch_bytes(p.rows, p.n, p.k, c, true));
   Buffer scratch = dev.allocate(scratch_bytes, "tuner top-k scratch");
+  // Timed as decoding runs it: the top-k of logits with their log-softmax.
   space.describe = [](const ops::TopKConfig& c) { return ops::describe(c); };
   space.time = [&](const ops::TopKConfig& c, double give_up) {
     return time_sequence(dev, timer, ops::describe(c), cls, give_up, [&](Recorder& rec) {
@@ -229,7 +230,8 @@ TunedTopK tune_topk(Device& dev, const ops::TopKProblem& p, Timer& timer,
                  .rows = p.rows,
                  .n = p.n,
                  .k = p.k,
-                 .config = c});
+                 .config = c,
+                 .log_softmax = true});
     });
   };
   space.check = [&](const ops::TopKConfig& c) { return check_topk(dev, c, p, options.sabotage); };

@@ -1,6 +1,7 @@
 #include "bench/tune/row_checks.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -171,43 +172,54 @@ std::string check_topk(Device& dev, const ops::TopKConfig& candidate, const ops:
     x[i] = i % 5 == 3 ? -std::numeric_limits<float>::infinity()
                       : float(int(rng() % 160) - 120) * 0.125f;
   const ref::TopKResult want = ref::topk(x, rows, n, k);
+  const std::vector<double> lse = ref::row_log_sum_exp(x, rows, n);
   const uint32_t es = dtype_bytes(t);
   Buffer xb = dev.allocate(x.size() * es, "tuner check values"),
          vb = dev.allocate(size_t{rows} * k * 4, "tuner check top values"),
          ib = dev.allocate(size_t{rows} * k * 4, "tuner check top indices"),
-         scratch =
-             dev.allocate(std::max<uint64_t>(16, ops::topk_scratch_bytes(rows, n, k, candidate)),
-                          "tuner check scratch");
+         scratch = dev.allocate(
+             std::max<uint64_t>(16, ops::topk_scratch_bytes(rows, n, k, candidate, true)),
+             "tuner check scratch");
   upload_stored(dev, xb, x, t);
-  poison(dev, vb, rows * k, DType::f32);
-  poison(dev, ib, rows * k, DType::f32);
-  try {
-    Recorder rec(dev);
-    ops::topk(dev, rec,
-              {.dtype = t,
-               .values = xb,
-               .out_values = vb,
-               .out_indices = ib,
-               .scratch = scratch,
-               .rows = rows,
-               .n = n,
-               .k = k,
-               .config = candidate});
-    if (sabotage && sabotage(ops::describe(candidate)))
-      rec.fill(ib.ref().slice(0, 4), k_wrong_bits);
-    rec.finish().run();
-  } catch (const Error& e) {
-    return std::string("the op refused it: ") + e.what();
+  // The selection is exact (equality); with log_softmax, as decoding runs it, the values are the
+  // winners' log-probabilities, within fp32 rounding of the reference's.
+  for (bool log_softmax : {false, true}) {
+    poison(dev, vb, rows * k, DType::f32);
+    poison(dev, ib, rows * k, DType::f32);
+    try {
+      Recorder rec(dev);
+      ops::topk(dev, rec,
+                {.dtype = t,
+                 .values = xb,
+                 .out_values = vb,
+                 .out_indices = ib,
+                 .scratch = scratch,
+                 .rows = rows,
+                 .n = n,
+                 .k = k,
+                 .config = candidate,
+                 .log_softmax = log_softmax});
+      if (sabotage && sabotage(ops::describe(candidate)))
+        rec.fill(ib.ref().slice(0, 4), k_wrong_bits);
+      rec.finish().run();
+    } catch (const Error& e) {
+      return std::string("the op refused it: ") + e.what();
+    }
+    const std::vector<float> got_v = dev.download<float>(vb, rows * k);
+    const std::vector<uint32_t> got_i = dev.download<uint32_t>(ib, rows * k);
+    for (size_t j = 0; j < got_v.size(); ++j) {
+      const double want_v = log_softmax ? want.values[j] - lse[j / k] : want.values[j];
+      const bool value_ok = log_softmax && std::isfinite(want_v)
+                                ? std::fabs(got_v[j] - want_v) <= 2e-5 + 1e-5 * std::fabs(want_v)
+                                : got_v[j] == want_v;
+      if (got_i[j] != want.indices[j] || !value_ok)
+        return "entry " + std::to_string(j % k) + " of row " + std::to_string(j / k) + " is (" +
+               std::to_string(got_i[j]) + ", " + std::to_string(got_v[j]) + "), not (" +
+               std::to_string(want.indices[j]) + ", " + std::to_string(want_v) + ") (" +
+               std::to_string(rows) + " rows of " + std::to_string(n) + ", k " + std::to_string(k) +
+               (log_softmax ? ", log-softmax" : "") + ")";
+    }
   }
-  const std::vector<float> got_v = dev.download<float>(vb, rows * k);
-  const std::vector<uint32_t> got_i = dev.download<uint32_t>(ib, rows * k);
-  for (size_t j = 0; j < got_v.size(); ++j)
-    if (got_i[j] != want.indices[j] || got_v[j] != want.values[j])
-      return "entry " + std::to_string(j % k) + " of row " + std::to_string(j / k) + " is (" +
-             std::to_string(got_i[j]) + ", " + std::to_string(got_v[j]) + "), not (" +
-             std::to_string(want.indices[j]) + ", " + std::to_string(want.values[j]) + ") (" +
-             std::to_string(rows) + " rows of " + std::to_string(n) + ", k " + std::to_string(k) +
-             ")";
   return "";
 }
 

@@ -146,4 +146,23 @@ void log_softmax(Device& dev, Recorder& rec, const LogSoftmaxArgs& a) {
   rec.dispatch(k, {in_place ? inout(a.x) : in(a.x), out(a.y)}, push, row_groups(a.rows));
 }
 
+void log_sum_exp(Device& dev, Recorder& rec, const LogSumExpArgs& a) {
+  const std::string op = "log_sum_exp " + shape(a.rows, a.cols);
+  if (a.rows == 0 || a.cols == 0) throw Error(op + ": empty input");
+  uint64_t elems = uint64_t{a.rows} * a.cols;
+  if (elems > 0xffffffffull) throw Error(op + ": more than 2^32 elements");
+  check_storage_dtype(dev, a.dtype, op);
+  need_bytes(a.x, elems * dtype_bytes(a.dtype), op + " x");
+  need_bytes(a.lse, uint64_t{a.rows} * 4, op + " lse");
+  if (a.lse.overlaps(a.x)) throw Error(op + ": lse overlaps x");
+  uint32_t wg = resolve_workgroup_size(dev, a.config.workgroup_size, "log_sum_exp");
+  bool sg = resolve_subgroup(dev, a.config.subgroup, "log_sum_exp");
+  struct {
+    uint32_t rows, cols;
+  } push{a.rows, a.cols};
+  const Kernel& k = dev.kernel(
+      {kernel_for_dtype(sg ? "log_sum_exp_sg" : "log_sum_exp", a.dtype), 2, sizeof push, {wg}});
+  rec.dispatch(k, {in(a.x), out(a.lse)}, push, row_groups(a.rows));
+}
+
 }  // namespace vkf::ops

@@ -1,7 +1,8 @@
 #pragma once
 // Label-smoothed cross-entropy over the vocabulary (loss, log p(target), gradient w.r.t. the
 // logits in one kernel), its deterministic totals, and the plain log-softmax for decoding.
-// Kernels: shaders/cross_entropy.comp, cross_entropy_total.comp, log_softmax.comp.
+// Kernels: shaders/cross_entropy.comp, cross_entropy_total.comp, log_softmax.comp (and its
+// log_sum_exp variants).
 // With dtype f16 the [rows, vocab] tensors (logits, dlogits; log-softmax x, y) are stored as fp16
 // (devices with 16-bit storage); the per-row outputs and all arithmetic stay fp32.
 #include <cstdint>
@@ -63,5 +64,17 @@ struct LogSoftmaxArgs {
   RowKernelConfig config;
 };
 void log_softmax(Device& dev, Recorder& rec, const LogSoftmaxArgs& a);
+
+// lse[r] = log sum_v exp(x[r, v]): log_softmax's first read alone (x[r, v] - lse[r] is the
+// log-probability), for a consumer that needs a few entries of a row, not all of it (top-k).
+struct LogSumExpArgs {
+  DType dtype = DType::f32;  // storage of x: f32 or f16
+  BufferRef x;               // [rows, cols] of dtype
+  BufferRef lse;             // [rows] f32
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  RowKernelConfig config;
+};
+void log_sum_exp(Device& dev, Recorder& rec, const LogSumExpArgs& a);
 
 }  // namespace vkf::ops

@@ -8,6 +8,7 @@
 #include "engine/error.h"
 #include "engine/launch.h"
 #include "engine/ops/elementwise.h"
+#include "engine/ops/loss.h"
 #include "engine/ops/topk_choice.h"
 #include "engine/tuning.h"
 
@@ -37,12 +38,12 @@ struct ScratchLayout {
   uint64_t maxima_at = 0, maxima_bytes = 0;
   uint64_t thr_at = 0, thr_bytes = 0;  // threshold top-k: values then indices
   uint64_t inner_at = 0;               // scratch of the threshold top-k
+  uint64_t lse_at = 0;                 // [rows] f32 log-sum-exp (TopKArgs::log_softmax)
   uint64_t total = 0;
 };
 
-ScratchLayout layout(uint32_t rows, uint32_t n, uint32_t k, const TopKConfig& c) {
+ScratchLayout candidates_layout(uint32_t rows, uint32_t n, uint32_t k, const TopKConfig& c) {
   ScratchLayout l;
-  if (c.path == TopKPath::subgroup_rows) return l;  // one pass, straight into the outputs
   uint32_t chunk = c.workgroup_size * c.per_thread;
   l.sizes = level_sizes(n, k, chunk);
   if (l.sizes.size() < 2) return l;
@@ -59,7 +60,17 @@ ScratchLayout layout(uint32_t rows, uint32_t n, uint32_t k, const TopKConfig& c)
   l.inner_at = l.thr_at + 2 * l.thr_bytes;
   TopKConfig inner = c;
   inner.prune = false;
-  l.total = l.inner_at + layout(rows, l.maxima, k, inner).total;
+  l.total = l.inner_at + candidates_layout(rows, l.maxima, k, inner).total;
+  return l;
+}
+
+ScratchLayout layout(uint32_t rows, uint32_t n, uint32_t k, const TopKConfig& c, bool log_softmax) {
+  if (c.path == TopKPath::subgroup_rows) return {};  // one pass, straight into the outputs
+  ScratchLayout l = candidates_layout(rows, n, k, c);
+  if (log_softmax) {
+    l.lse_at = l.total;
+    l.total += padded(uint64_t{rows} * 4);
+  }
   return l;
 }
 
@@ -70,7 +81,7 @@ std::array<uint32_t, 3> grid(uint32_t chunks, uint32_t rows) {
 void run(Device& dev, Recorder& rec, const TopKArgs& a, const std::string& op) {
   const TopKConfig& c = a.config;
   uint32_t wg = c.workgroup_size, chunk = wg * c.per_thread;
-  ScratchLayout l = layout(a.rows, a.n, a.k, c);
+  ScratchLayout l = layout(a.rows, a.n, a.k, c, a.log_softmax);
   if (l.total && a.scratch.size < l.total)
     throw Error(op + ": scratch needs " + std::to_string(l.total) + " bytes, has " +
                 std::to_string(a.scratch.size));
@@ -79,6 +90,13 @@ void run(Device& dev, Recorder& rec, const TopKArgs& a, const std::string& op) {
     uint64_t len = which == 0 ? l.region_a : l.region_b;
     return a.scratch.slice(base + (idx ? len : 0), len);
   };
+
+  BufferRef lse = a.values;  // never read unless log_softmax
+  if (a.log_softmax) {
+    lse = a.scratch.slice(l.lse_at, uint64_t{a.rows} * 4);
+    log_sum_exp(dev, rec,
+                {.dtype = a.dtype, .x = a.values, .lse = lse, .rows = a.rows, .cols = a.n});
+  }
 
   // Pruning threshold: the k-th largest of the per-invocation maxima of the first pass.
   BufferRef thr_val = a.values;  // never read without pruning
@@ -99,14 +117,15 @@ void run(Device& dev, Recorder& rec, const TopKArgs& a, const std::string& op) {
     t.out_indices = a.scratch.slice(l.thr_at + l.thr_bytes, l.thr_bytes);
     t.scratch = a.scratch.slice(l.inner_at, a.scratch.size - l.inner_at);
     t.config.prune = false;
+    t.log_softmax = false;
     run(dev, rec, t, op + " threshold");
     thr_val = t.out_values;
   }
 
   // Only the first pass reads the input values; later passes merge fp32 candidates.
   const Kernel& first =
-      dev.kernel({kernel_for_dtype("topk", a.dtype), 5, 6 * 4, {wg, c.per_thread}});
-  const Kernel& merge = dev.kernel({"topk", 5, 6 * 4, {wg, c.per_thread}});
+      dev.kernel({kernel_for_dtype("topk", a.dtype), 6, 7 * 4, {wg, c.per_thread}});
+  const Kernel& merge = dev.kernel({"topk", 6, 7 * 4, {wg, c.per_thread}});
   BufferRef in_val = a.values, in_idx = a.values;  // the first pass reads no indices
   for (size_t level = 0; level < l.sizes.size(); ++level) {
     uint32_t n = l.sizes[level];
@@ -116,11 +135,12 @@ void run(Device& dev, Recorder& rec, const TopKArgs& a, const std::string& op) {
     BufferRef ov = last ? a.out_values : region(level % 2, false);
     BufferRef oi = last ? a.out_indices : region(level % 2, true);
     uint32_t use_threshold = l.prune && level == 0 ? 1u : 0u;
+    uint32_t subtract_lse = last && a.log_softmax ? 1u : 0u;
     struct {
-      uint32_t rows, n, k, chunks, has_idx, use_threshold;
-    } push{a.rows, n, a.k, chunks, level > 0 ? 1u : 0u, use_threshold};
+      uint32_t rows, n, k, chunks, has_idx, use_threshold, subtract_lse;
+    } push{a.rows, n, a.k, chunks, level > 0 ? 1u : 0u, use_threshold, subtract_lse};
     rec.dispatch(level == 0 ? first : merge,
-                 {in(in_val), in(in_idx), out(ov), out(oi), in(thr_val)}, push,
+                 {in(in_val), in(in_idx), out(ov), out(oi), in(thr_val), in(lse)}, push,
                  grid(chunks, a.rows));
     in_val = ov;
     in_idx = oi;
@@ -142,20 +162,26 @@ void run_rows(Device& dev, Recorder& rec, const TopKArgs& a) {
   struct {
     uint32_t rows, n, k, rows_per_group;
   } push{a.rows, a.n, a.k, per_group};
-  const Kernel& kernel = dev.kernel(
-      {kernel_for_dtype("topk_rows", a.dtype), 3, sizeof push, {wg, list_capacity(a.k)}});
+  const Kernel& kernel =
+      dev.kernel({kernel_for_dtype(a.log_softmax ? "topk_rows_lsm" : "topk_rows", a.dtype),
+                  3,
+                  sizeof push,
+                  {wg, list_capacity(a.k)}});
   rec.dispatch(kernel, {in(a.values), out(a.out_values), out(a.out_indices)}, push,
                groups_1d(ceil_div(a.rows, per_group), 1));
 }
 
 }  // namespace
 
-uint64_t topk_scratch_bytes(uint32_t rows, uint32_t n, uint32_t k, const TopKConfig& config) {
-  return layout(rows, n, k, config).total;
+uint64_t topk_scratch_bytes(uint32_t rows, uint32_t n, uint32_t k, const TopKConfig& config,
+                            bool log_softmax) {
+  return layout(rows, n, k, config, log_softmax).total;
 }
 
-uint64_t topk_scratch_bytes(const Device& dev, DType dtype, uint32_t rows, uint32_t n, uint32_t k) {
-  return layout(rows, n, k, choose_topk(dev.info(), dev.tuning(), {dtype, rows, n, k}).config)
+uint64_t topk_scratch_bytes(const Device& dev, DType dtype, uint32_t rows, uint32_t n, uint32_t k,
+                            bool log_softmax) {
+  return layout(rows, n, k, choose_topk(dev.info(), dev.tuning(), {dtype, rows, n, k}).config,
+                log_softmax)
       .total;
 }
 

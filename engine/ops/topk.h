@@ -4,7 +4,7 @@
 // WG * E entries keeps its k best (k rounds of a workgroup argmax); the candidates are merged
 // the same way until one chunk is left (TopKPath::chunks); or a subgroup per row keeps each
 // lane's best in registers and merges them with subgroup operations (TopKPath::subgroup_rows).
-// Kernels: shaders/topk.comp, topk_thread_max.comp, topk_rows.comp.
+// Kernels: shaders/topk.comp, topk_thread_max.comp, topk_rows.comp (and log_sum_exp).
 // With dtype f16 the input values are fp16 (devices with 16-bit storage); the outputs, the
 // intermediate candidates and the comparisons stay fp32, which hold every fp16 value exactly.
 #include <cstdint>
@@ -45,11 +45,18 @@ struct TopKArgs {
   uint32_t n = 0;
   uint32_t k = 0;  // 1..n, and 2 * k <= chunk
   TopKConfig config;
+  // values are logits, and out_values their log-softmax over the row: the winners (picked by
+  // the logits, whose order is the log-probabilities') less the row's log-sum-exp. Beam
+  // search's step, without writing a log-softmax of the whole row: subgroup_rows computes the
+  // log-sum-exp in its one pass, chunks in a log_sum_exp pass first (loss.h).
+  bool log_softmax = false;
 };
 // For a configuration whose path is given (automatic counts as chunks with its fields).
-uint64_t topk_scratch_bytes(uint32_t rows, uint32_t n, uint32_t k, const TopKConfig& config = {});
+uint64_t topk_scratch_bytes(uint32_t rows, uint32_t n, uint32_t k, const TopKConfig& config = {},
+                            bool log_softmax = false);
 // For TopKConfig{} (automatic) on `dev`: what the device's tuning, or the default, will run.
-uint64_t topk_scratch_bytes(const Device& dev, DType dtype, uint32_t rows, uint32_t n, uint32_t k);
+uint64_t topk_scratch_bytes(const Device& dev, DType dtype, uint32_t rows, uint32_t n, uint32_t k,
+                            bool log_softmax = false);
 void topk(Device& dev, Recorder& rec, const TopKArgs& a);
 
 }  // namespace vkf::ops

@@ -1,9 +1,7 @@
 #include "model/decode/decoder_step.h"
 
 #include "engine/ops/attention.h"
-#include "engine/ops/elementwise.h"
 #include "engine/ops/indexed_rows.h"
-#include "engine/ops/loss.h"
 #include "engine/ops/topk.h"
 #include "model/blocks/decoder_layer.h"
 #include "model/blocks/output_projection.h"
@@ -125,27 +123,24 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
     y = y3;
   }
 
-  // log p(next token) = log_softmax(y E^T) with the shared embedding; top candidates to the host.
-  // In fp16 the projection stores fp16 logits (accumulated in fp32); the log-softmax and the
-  // top-k run on an fp32 copy, so that the candidates' log-probabilities keep fp32 resolution.
-  BufferRef logits = f.buf("logits", uint64_t{R} * D.V);
-  if (f.dtype() == DType::f16) {
-    const BufferRef half = f.act("logits.f16", uint64_t{R} * D.V);
-    OutputProjection(p).forward(f, y, half, R);
-    ops::cast_f16_to_f32(f.dev, f.rec, {.x = half, .y = logits, .n = R * D.V});
-  } else {
-    OutputProjection(p).forward(f, y, logits, R);
-  }
-  ops::log_softmax(f.dev, f.rec, {.x = logits, .y = logits, .rows = R, .cols = D.V});
+  // log p(next token) = log_softmax(y E^T) with the shared embedding, at the top candidates of
+  // each row only (to the host): the top-k picks from the logits and subtracts their row's
+  // log-sum-exp (TopKArgs::log_softmax), so the whole row is read once and never rewritten. In
+  // fp16 the projection stores fp16 logits (accumulated in fp32), which the top-k reads as they
+  // are; the log-sum-exp and the candidates' log-probabilities are fp32.
+  BufferRef logits = f.act("logits", uint64_t{R} * D.V);
+  OutputProjection(p).forward(f, y, logits, R);
   ops::TopKArgs t;
+  t.dtype = f.dtype();
   t.values = logits;
   t.out_values = state.out_logp();
   t.out_indices = state.out_token();
   t.scratch = f.buf("topk.scratch",
-                    ops::topk_scratch_bytes(f.dev, DType::f32, R, D.V, s.candidates) / 4 + 1);
+                    ops::topk_scratch_bytes(f.dev, f.dtype(), R, D.V, s.candidates, true) / 4 + 1);
   t.rows = R;
   t.n = D.V;
   t.k = s.candidates;
+  t.log_softmax = true;
   ops::topk(f.dev, f.rec, t);
 }
 

@@ -59,4 +59,14 @@ std::vector<double> log_softmax(const std::vector<float>& x, uint32_t rows, uint
   return y;
 }
 
+std::vector<double> row_log_sum_exp(const std::vector<float>& x, uint32_t rows, uint32_t cols) {
+  std::vector<double> lse(rows);
+  std::vector<double> row(cols);
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t c = 0; c < cols; ++c) row[c] = x[size_t{r} * cols + c];
+    lse[r] = log_sum_exp(row.data(), cols);
+  }
+  return lse;
+}
+
 }  // namespace vkf::ref

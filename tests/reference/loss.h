@@ -26,5 +26,7 @@ double cross_entropy_row_loss(const std::vector<double>& logits, int32_t target,
 
 // [rows, cols] -> [rows, cols]
 std::vector<double> log_softmax(const std::vector<float>& x, uint32_t rows, uint32_t cols);
+// [rows, cols] -> [rows]: log sum_c exp(x[r, c])
+std::vector<double> row_log_sum_exp(const std::vector<float>& x, uint32_t rows, uint32_t cols);
 
 }  // namespace vkf::ref

@@ -541,6 +541,45 @@ VKF_TEST_CASE("log_softmax with f16 storage matches the reference for every spec
   if (test::has_storage16()) check_log_softmax(DType::f16);
 }
 
+namespace {
+
+// log_sum_exp (the row statistic top-k of logits subtracts): every shape and specialization,
+// on a poisoned output.
+void check_log_sum_exp(DType t) {
+  Device& dev = test::device();
+  for (auto [rows, cols] : k_shapes) {
+    auto x = test::stored(test::random_floats(size_t{rows} * cols, rows + cols, -8.0f, 8.0f), t);
+    auto want = ref::row_log_sum_exp(x, rows, cols);
+    Buffer bx = test::upload_as(dev, x, t, "x");
+    Buffer lse = dev.allocate(uint64_t{rows} * 4, "lse");
+    for (const auto& cfg : all_configs(dev, false)) {
+      INFO("[" << rows << ", " << cols << "] " << describe(cfg) << " " << dtype_name(t));
+      dev.upload(lse, std::vector<float>(rows, test::k_poison));
+      Recorder rec(dev);
+      ops::log_sum_exp(
+          dev, rec, {.dtype = t, .x = bx, .lse = lse, .rows = rows, .cols = cols, .config = cfg});
+      rec.finish().run();
+      CHECK(within(dev.download<float>(lse, rows), want, k_loss_tol));
+    }
+  }
+}
+
+}  // namespace
+
+VKF_TEST_CASE("log_sum_exp matches the reference for every specialization",
+              "[shaders][loss][log_softmax]") {
+  check_log_sum_exp(DType::f32);
+  if (test::has_storage16()) check_log_sum_exp(DType::f16);
+  Device& dev = test::device();
+  Buffer b = dev.allocate(4096, "b");
+  Recorder rec(dev);
+  REQUIRE_THROWS_WITH(
+      ops::log_sum_exp(dev, rec, {.x = b, .lse = b.ref().slice(0, 16), .rows = 4, .cols = 8}),
+      Catch::Contains("lse overlaps x"));
+  REQUIRE_THROWS_WITH(ops::log_sum_exp(dev, rec, {.x = b, .lse = b, .rows = 4, .cols = 1024}),
+                      Catch::Contains("x: needs"));
+}
+
 VKF_TEST_CASE("log_softmax with f16 storage agrees with f32 on the same inputs",
               "[shaders][loss][log_softmax][f16]") {
   if (!test::has_storage16()) return;

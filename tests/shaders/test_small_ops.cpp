@@ -13,6 +13,7 @@
 #include "engine/ops/topk.h"
 #include "engine/ops/topk_choice.h"
 #include "engine/tuning.h"
+#include "tests/reference/loss.h"
 #include "tests/reference/topk.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
@@ -246,16 +247,17 @@ struct TopKResult {
   std::vector<uint32_t> indices;
 };
 
-// topk of x stored as t, on freshly poisoned outputs.
+// topk of x stored as t, on freshly poisoned outputs; with log_softmax, of x as logits.
 TopKResult run_topk(const std::vector<float>& x, const TopKCase& c, const ops::TopKConfig& cfg,
-                    DType t) {
+                    DType t, bool log_softmax = false) {
   Device& dev = test::device();
   Buffer bx = test::upload_as(dev, x, t, "x");
   Buffer bv = dev.allocate(c.rows * c.k * 4, "values"), bi = dev.allocate(c.rows * c.k * 4, "idx");
   // An automatic configuration's scratch is the one the device's tuning (or default) needs.
-  uint64_t scratch_bytes = std::max<uint64_t>(
-      16, cfg.path == ops::TopKPath::automatic ? ops::topk_scratch_bytes(dev, t, c.rows, c.n, c.k)
-                                               : ops::topk_scratch_bytes(c.rows, c.n, c.k, cfg));
+  uint64_t scratch_bytes =
+      std::max<uint64_t>(16, cfg.path == ops::TopKPath::automatic
+                                 ? ops::topk_scratch_bytes(dev, t, c.rows, c.n, c.k, log_softmax)
+                                 : ops::topk_scratch_bytes(c.rows, c.n, c.k, cfg, log_softmax));
   Buffer scratch = dev.allocate(scratch_bytes, "scratch");
   dev.upload(bv, std::vector<float>(c.rows * c.k, test::k_poison));
   dev.upload(bi, std::vector<uint32_t>(c.rows * c.k, 0xdeadbeef));
@@ -269,7 +271,8 @@ TopKResult run_topk(const std::vector<float>& x, const TopKCase& c, const ops::T
              .rows = c.rows,
              .n = c.n,
              .k = c.k,
-             .config = cfg});
+             .config = cfg,
+             .log_softmax = log_softmax});
   rec.finish().run();
   return {dev.download<float>(bv, c.rows * c.k), dev.download<uint32_t>(bi, c.rows * c.k)};
 }
@@ -321,6 +324,45 @@ VKF_TEST_CASE("topk of f16 values agrees with f32 on the same inputs",
     CHECK(half.values == full.values);
     CHECK(half.indices == full.indices);
   }
+}
+
+namespace {
+
+// Top-k of logits (beam search's step): the entries the logits order first, each with its
+// log-softmax, x - log sum exp(row) against the double reference. Masked (-inf) entries stay -inf.
+void check_topk_log_softmax(DType t) {
+  for (TopKCase c :
+       {TopKCase{1, 2, 1}, TopKCase{3, 5, 5}, TopKCase{2, 37003, 64}, TopKCase{5, 37003, 4},
+        TopKCase{3, 5000, 8, true}, TopKCase{1, 3001, 10, false, true}, TopKCase{70, 301, 17}}) {
+    std::vector<float> x = topk_input(c), want_raw;
+    std::vector<uint32_t> want_i;
+    topk_reference(x, c.rows, c.n, c.k, want_raw, want_i);
+    const std::vector<double> lse = ref::row_log_sum_exp(x, c.rows, c.n);
+    for (const auto& cfg : k_topk_configs) {
+      if (!topk_runs(cfg, c.k)) continue;
+      INFO("[" << c.rows << ", " << c.n << "] k " << c.k << " " << topk_name(cfg) << " "
+               << dtype_name(t) << " log_softmax");
+      TopKResult got = run_topk(x, c, cfg, t, true);
+      CHECK(got.indices == want_i);
+      size_t wrong = 0;
+      for (size_t j = 0; j < got.values.size(); ++j) {
+        const double want = double(want_raw[j]) - lse[j / c.k];
+        const bool ok = std::isinf(want)
+                            ? got.values[j] == want_raw[j]
+                            : std::fabs(got.values[j] - want) <= 2e-5 + 1e-5 * std::fabs(want);
+        if (!ok && wrong++ == 0)
+          UNSCOPED_INFO("entry " << j << ": " << got.values[j] << " not " << want);
+      }
+      CHECK(wrong == 0);
+    }
+  }
+}
+
+}  // namespace
+
+VKF_TEST_CASE("topk of logits returns the winners' log-softmax", "[shaders][small_ops][topk]") {
+  check_topk_log_softmax(DType::f32);
+  if (test::has_storage16()) check_topk_log_softmax(DType::f16);
 }
 
 VKF_TEST_CASE("topk checks its arguments", "[shaders][small_ops][topk]") {
