@@ -1,5 +1,7 @@
 #include "engine/ops/matmul_tuning.h"
 
+#include <cstdio>
+
 #include "engine/error.h"
 #include "engine/shader_registry.h"
 
@@ -71,6 +73,29 @@ const MatmulConfig& matmul_config(std::string_view name) {
   throw Error("no matmul configuration named '" + std::string(name) + "' (have: " + names + ")");
 }
 
+namespace {
+
+// A driver known to crash (not fail: SIGSEGV, which no caller can recover from) when it compiles
+// the KHR kernel; empty otherwise. Mesa 26.1's lavapipe, the first to list
+// VK_KHR_cooperative_matrix, does inside vkCreateComputePipelines for every KHR row at subgroups of
+// 16 (LP_NATIVE_VECTOR_WIDTH=512, its default on AVX-512 CPUs), and compiles and runs them
+// correctly at 8 (256 bits). Bounded by version so that a fixed release is not refused.
+std::string known_khr_compiler_crash(const DeviceInfo& info) {
+  // lavapipe's driverInfo reads "Mesa 26.1.6-1~bpo13+1 (LLVM 19.1.7)" (its driverVersion was
+  // 0.0.1 up to Mesa 22.3).
+  unsigned major = 0, minor = 0;
+  if (info.driver_name != "llvmpipe" || info.subgroup_size <= 8 ||
+      std::sscanf(info.driver_info.c_str(), "Mesa %u.%u", &major, &minor) != 2)
+    return "";
+  if (major > 26 || (major == 26 && minor > 1)) return "";
+  return "lavapipe (Mesa " + std::to_string(major) + "." + std::to_string(minor) +
+         ") crashes compiling the KHR cooperative-matrix kernel at subgroups of " +
+         std::to_string(info.subgroup_size) + "; at 256 bits (LP_NATIVE_VECTOR_WIDTH=256, " +
+         "subgroups of 8) it runs";
+}
+
+}  // namespace
+
 std::string matmul_config_misfit(const MatmulConfig& c, const DeviceInfo& info,
                                  bool emulated_coopmat) {
   const uint32_t invocations = c.invocations(info, emulated_coopmat);
@@ -97,6 +122,7 @@ std::string matmul_config_misfit(const MatmulConfig& c, const DeviceInfo& info,
              " (listed: " + (listed.empty() ? "none" : listed) + ")";
     }
     frag_m = shape->m;
+    if (const std::string why = known_khr_compiler_crash(info); !why.empty()) return why;
     if (!info.storage16) return "no storageBuffer16BitAccess";
     if (!info.fp16) return "no shaderFloat16 (fp16 fragments and shared-memory tiles)";
     if (!info.vulkan_memory_model) return "no vulkanMemoryModel";

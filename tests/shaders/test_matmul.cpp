@@ -520,6 +520,24 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
   CHECK_THAT(ops::matmul_config_misfit(khr_row, varies), Catch::Contains("cannot be pinned"));
   varies.subgroup_size_control = true;
   CHECK(ops::matmul_config_fits(khr_row, varies));
+  // Mesa 26.1's lavapipe crashes compiling the KHR kernel at subgroups of 16 (512 bits): refused
+  // with the reason there; at 8 (256 bits), and on a later Mesa, it runs.
+  DeviceInfo lavapipe = khr;
+  lavapipe.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  lavapipe.driver_name = "llvmpipe";
+  lavapipe.vendor = Vendor::mesa;
+  lavapipe.driver_info = "Mesa 26.1.6-1~bpo13+1 (LLVM 19.1.7)";
+  lavapipe.khr_coopmat_shapes = {shape(8, 8, 8, 1)};
+  lavapipe.subgroup_size = lavapipe.min_subgroup_size = lavapipe.max_subgroup_size = 16;
+  for (const char* row : {"khr_coopmat", "khr_coopmat_64", "khr_coopmat_256"})
+    CHECK_THAT(ops::matmul_config_misfit(ops::matmul_config(row), lavapipe),
+               Catch::Contains("crashes compiling") && Catch::Contains("Mesa 26.1)"));
+  DeviceInfo lavapipe_256 = lavapipe;
+  lavapipe_256.subgroup_size = lavapipe_256.min_subgroup_size = lavapipe_256.max_subgroup_size = 8;
+  CHECK(ops::matmul_config_fits(khr_row, lavapipe_256));
+  DeviceInfo later_mesa = lavapipe;
+  later_mesa.driver_info = "Mesa 26.2.0 (LLVM 20.1.0)";
+  CHECK(ops::matmul_config_fits(khr_row, later_mesa));
 }
 
 VKF_TEST_CASE("matmul checks its arguments", "[shaders][matmul]") {
