@@ -16,6 +16,7 @@
 //   adam:                           read w, g, m, v; write w, m, v      28 n
 //   grad_norm:                      read g                              4 n
 //   topk:                           read values                         4 rows V
+//                                   (with lsm, the chunked path reads them twice)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -177,7 +178,8 @@ void bm_grad_norm(benchmark::State& state) {
   time_sequence(state, seq, double(n) * 4);
 }
 
-// Args: rows, vocab, k, path (0: chunks, 1: chunks pruned, the default; 2: a subgroup per row).
+// Args: rows, vocab, k, path (0: chunks, 1: chunks pruned, the default; 2: a subgroup per row),
+// lsm (1: the values are logits and the winners get their log-softmax, as beam search runs it).
 void bm_topk(benchmark::State& state) {
   const uint32_t rows = uint32_t(state.range(0)), vocab = uint32_t(state.range(1)),
                  k = uint32_t(state.range(2));
@@ -188,8 +190,10 @@ void bm_topk(benchmark::State& state) {
   config.path = vkf::ops::TopKPath::chunks;
   config.prune = state.range(3) == 1;
   if (state.range(3) == 2) config.path = vkf::ops::TopKPath::subgroup_rows;
+  const bool log_softmax = state.range(4) != 0;
   vkf::Buffer scratch = dev.allocate(
-      std::max<uint64_t>(16, vkf::ops::topk_scratch_bytes(rows, vocab, k, config)), "scr");
+      std::max<uint64_t>(16, vkf::ops::topk_scratch_bytes(rows, vocab, k, config, log_softmax)),
+      "scr");
   vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
   vkf::ops::topk(dev, rec,
                  {.values = x,
@@ -199,7 +203,8 @@ void bm_topk(benchmark::State& state) {
                   .rows = rows,
                   .n = vocab,
                   .k = k,
-                  .config = config});
+                  .config = config,
+                  .log_softmax = log_softmax});
   vkf::Sequence seq = rec.finish();
   time_sequence(state, seq, double(rows) * vocab * 4);
 }
@@ -223,6 +228,8 @@ BENCHMARK(bm_log_softmax)
     ->ArgNames({"rows", "V", "wg"})
     ->Args({4096, 37000, 256})
     ->Args({25000, 37000, 256})
+    ->Args({128, 37000, 256})  // a beam-search step's rows (see bm_topk)
+    ->Args({128, 8000, 256})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 // Workgroup sizes either side of the default (256): whether Adam is worth a tuned family.
@@ -239,14 +246,15 @@ BENCHMARK(bm_grad_norm)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 // Beam 4 over 32 sentences (k = 2 beam + 2) at the paper's and the bundled vocabulary's sizes;
-// beam 1 over one sentence (a GPU's worst case for a subgroup per row); a wide beam.
+// beam 1 over one sentence (a GPU's worst case for a subgroup per row); a wide beam. lsm 1 is
+// the decoder step's op; against lsm 0 plus bm_log_softmax, what fusing the two saves.
 BENCHMARK(bm_topk)
-    ->ArgNames({"rows", "V", "k", "path"})
-    ->ArgsProduct({{128}, {37000, 8000}, {10}, {1, 2}})
-    ->Args({1, 37000, 4, 1})
-    ->Args({1, 37000, 4, 2})
-    ->Args({128, 37000, 64, 1})
-    ->Args({128, 37000, 64, 0})
+    ->ArgNames({"rows", "V", "k", "path", "lsm"})
+    ->ArgsProduct({{128}, {37000, 8000}, {10}, {1, 2}, {0, 1}})
+    ->Args({1, 37000, 4, 1, 1})
+    ->Args({1, 37000, 4, 2, 1})
+    ->Args({128, 37000, 64, 1, 0})
+    ->Args({128, 37000, 64, 0, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
