@@ -1,5 +1,6 @@
 #include "engine/ops/loss.h"
 
+#include <array>
 #include <string>
 
 #include "engine/error.h"
@@ -125,43 +126,47 @@ void cross_entropy_total(Device& dev, Recorder& rec, const CrossEntropyTotalArgs
   rec.dispatch(k, {in(a.row_loss), in(a.row_logp), in(a.targets), out(a.out)}, push, {1, 1, 1});
 }
 
+namespace {
+
+// What log_softmax and log_sum_exp check of x ([rows, cols] of dtype); its size in bytes.
+uint64_t check_softmax_rows(const Device& dev, DType dtype, const BufferRef& x, uint32_t rows,
+                            uint32_t cols, const std::string& op) {
+  if (rows == 0 || cols == 0) throw Error(op + ": empty input");
+  const uint64_t elems = uint64_t{rows} * cols;
+  if (elems > 0xffffffffull) throw Error(op + ": more than 2^32 elements");
+  check_storage_dtype(dev, dtype, op);
+  need_bytes(x, elems * dtype_bytes(dtype), op + " x");
+  return elems * dtype_bytes(dtype);
+}
+
+// log_softmax.comp's variant `name` (log_softmax, log_sum_exp) for the configuration and dtype.
+const Kernel& softmax_rows_kernel(Device& dev, const std::string& name, DType dtype,
+                                  const RowKernelConfig& config) {
+  const uint32_t wg = resolve_workgroup_size(dev, config.workgroup_size, name.c_str());
+  const bool sg = resolve_subgroup(dev, config.subgroup, name.c_str());
+  return dev.kernel({kernel_for_dtype(sg ? name + "_sg" : name, dtype), 2, 2 * 4, {wg}});
+}
+
+}  // namespace
+
 void log_softmax(Device& dev, Recorder& rec, const LogSoftmaxArgs& a) {
   const std::string op = "log_softmax " + shape(a.rows, a.cols);
-  if (a.rows == 0 || a.cols == 0) throw Error(op + ": empty input");
-  uint64_t elems = uint64_t{a.rows} * a.cols;
-  if (elems > 0xffffffffull) throw Error(op + ": more than 2^32 elements");
-  check_storage_dtype(dev, a.dtype, op);
-  need_bytes(a.x, elems * dtype_bytes(a.dtype), op + " x");
-  need_bytes(a.y, elems * dtype_bytes(a.dtype), op + " y");
+  need_bytes(a.y, check_softmax_rows(dev, a.dtype, a.x, a.rows, a.cols, op), op + " y");
   bool in_place = a.y.overlaps(a.x);
   if (in_place && (a.y.buffer != a.x.buffer || a.y.offset != a.x.offset))
     throw Error(op + ": y overlaps x without being the same range");
-  uint32_t wg = resolve_workgroup_size(dev, a.config.workgroup_size, "log_softmax");
-  bool sg = resolve_subgroup(dev, a.config.subgroup, "log_softmax");
-  struct {
-    uint32_t rows, cols;
-  } push{a.rows, a.cols};
-  const Kernel& k = dev.kernel(
-      {kernel_for_dtype(sg ? "log_softmax_sg" : "log_softmax", a.dtype), 2, sizeof push, {wg}});
+  const Kernel& k = softmax_rows_kernel(dev, "log_softmax", a.dtype, a.config);
+  const std::array<uint32_t, 2> push{a.rows, a.cols};
   rec.dispatch(k, {in_place ? inout(a.x) : in(a.x), out(a.y)}, push, row_groups(a.rows));
 }
 
 void log_sum_exp(Device& dev, Recorder& rec, const LogSumExpArgs& a) {
   const std::string op = "log_sum_exp " + shape(a.rows, a.cols);
-  if (a.rows == 0 || a.cols == 0) throw Error(op + ": empty input");
-  uint64_t elems = uint64_t{a.rows} * a.cols;
-  if (elems > 0xffffffffull) throw Error(op + ": more than 2^32 elements");
-  check_storage_dtype(dev, a.dtype, op);
-  need_bytes(a.x, elems * dtype_bytes(a.dtype), op + " x");
+  check_softmax_rows(dev, a.dtype, a.x, a.rows, a.cols, op);
   need_bytes(a.lse, uint64_t{a.rows} * 4, op + " lse");
   if (a.lse.overlaps(a.x)) throw Error(op + ": lse overlaps x");
-  uint32_t wg = resolve_workgroup_size(dev, a.config.workgroup_size, "log_sum_exp");
-  bool sg = resolve_subgroup(dev, a.config.subgroup, "log_sum_exp");
-  struct {
-    uint32_t rows, cols;
-  } push{a.rows, a.cols};
-  const Kernel& k = dev.kernel(
-      {kernel_for_dtype(sg ? "log_sum_exp_sg" : "log_sum_exp", a.dtype), 2, sizeof push, {wg}});
+  const Kernel& k = softmax_rows_kernel(dev, "log_sum_exp", a.dtype, a.config);
+  const std::array<uint32_t, 2> push{a.rows, a.cols};
   rec.dispatch(k, {in(a.x), out(a.lse)}, push, row_groups(a.rows));
 }
 
