@@ -40,7 +40,7 @@ struct TopKArgs {
   BufferRef values;          // [rows, n] of dtype
   BufferRef out_values;      // [rows, k] f32
   BufferRef out_indices;     // [rows, k] u32, column indices into values
-  BufferRef scratch;         // topk_scratch_bytes(...) bytes (unused when n fits one chunk)
+  BufferRef scratch;         // topk_scratch_bytes(...) bytes (unbound where that is 0)
   uint32_t rows = 0;
   uint32_t n = 0;
   uint32_t k = 0;  // 1..n, and 2 * k <= chunk
