@@ -74,6 +74,7 @@ layout(push_constant) uniform Push {
 const float k_lowest = -3.402823466e38;  // finite, so no inf arithmetic is needed
 
 #include "workgroup_reduce.glsl"
+#include "online_lse.glsl"
 
 void main() {
   uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
@@ -98,16 +99,11 @@ void main() {
   float m = k_lowest, s = 0.0, sum_x = 0.0;
   for (uint i = t; i < p.V; i += WG) {
     float v = LOAD_X(base + i);
-    if (v > m) {
-      s = s * exp(m - v) + 1.0;
-      m = v;
-    } else {
-      s += exp(v - m);
-    }
+    lse_add(m, s, v);
     sum_x += v;
   }
   float row_max = wg_max(m);
-  float total = wg_sum(s > 0.0 ? s * exp(m - row_max) : 0.0);
+  float total = wg_sum(lse_share(m, s, row_max));
   float lse = row_max + log(total);
   float eps = p.eps;
   float mean_x = eps > 0.0 ? wg_sum(sum_x) / float(p.V) : 0.0;

@@ -42,6 +42,7 @@ layout(push_constant) uniform Push {
 const float k_lowest = -3.402823466e38;
 
 #include "workgroup_reduce.glsl"
+#include "online_lse.glsl"
 
 void main() {
   uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
@@ -51,15 +52,10 @@ void main() {
   float m = k_lowest, s = 0.0;
   for (uint i = t; i < p.V; i += WG) {
     float v = float(x[base + i]);
-    if (v > m) {
-      s = s * exp(m - v) + 1.0;
-      m = v;
-    } else {
-      s += exp(v - m);
-    }
+    lse_add(m, s, v);
   }
   float row_max = wg_max(m);
-  float lse = row_max + log(wg_sum(s > 0.0 ? s * exp(m - row_max) : 0.0));
+  float lse = row_max + log(wg_sum(lse_share(m, s, row_max)));
 #ifdef VKF_LSE_ONLY
   if (t == 0u) lse_out[row] = lse;
 #else

@@ -18,6 +18,7 @@
 // vkf-variant: topk_rows_f16 VKF_F16=1
 // vkf-variant: topk_rows_lsm VKF_LOG_SOFTMAX=1
 // vkf-variant: topk_rows_lsm_f16 VKF_LOG_SOFTMAX=1 VKF_F16=1
+#extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #ifdef VKF_F16
@@ -50,6 +51,8 @@ bool better(float va, uint ia, float vb, uint ib) {
   return va > vb || (va == vb && ia < ib);
 }
 
+#include "online_lse.glsl"
+
 float list_v[KMAX];
 uint list_i[KMAX];
 
@@ -65,17 +68,12 @@ void top_of_row(uint row, uint lane, uint lanes) {
   // has room that is -inf, which a -inf entry does not fall below.
   float floor_v = k_neg_inf;
 #ifdef VKF_LOG_SOFTMAX
-  float m = k_pad, s = 0.0;  // this lane's max and sum of exp(v - m) (as log_softmax.comp)
+  float m = k_pad, s = 0.0;  // this lane's max and sum of exp(v - m) (online_lse.glsl)
 #endif
   for (uint c = lane; c < p.n; c += lanes) {
     float v = float(in_val[base + c]);
 #ifdef VKF_LOG_SOFTMAX
-    if (v > m) {
-      s = s * exp(m - v) + 1.0;
-      m = v;
-    } else {
-      s += exp(v - m);
-    }
+    lse_add(m, s, v);
 #endif
     if (v < floor_v) continue;
     uint i = c;
@@ -96,7 +94,7 @@ void top_of_row(uint row, uint lane, uint lanes) {
 
 #ifdef VKF_LOG_SOFTMAX
   const float row_max = subgroupMax(m);
-  const float lse = row_max + log(subgroupAdd(s > 0.0 ? s * exp(m - row_max) : 0.0));
+  const float lse = row_max + log(subgroupAdd(lse_share(m, s, row_max)));
 #else
   const float lse = 0.0;
 #endif
