@@ -169,21 +169,24 @@ void DeviceWeights::upload(const std::vector<float>& flat) {
 
 void DeviceWeights::upload_checked(const std::vector<float>& flat, const std::string& source) {
   check_flat(flat, "parameter");
+  const Error corrupt(source +
+                      " holds NaN, Inf or absurdly large weights: a corrupt file or a diverged "
+                      "run, whose outputs would be garbage; use an earlier checkpoint");
   if (precision_ == Precision::fp16)
     for (const ParamInfo& p : layout_.params()) {
       if (!half_in_fp16(p.name)) continue;
       for (int64_t i = 0; i < p.numel(); ++i) {
         const float w = flat[p.offset + uint64_t(i)];
-        if (std::isfinite(w) && std::fabs(w) > k_f16_max)
+        // Corruption first (what all_finite refuses: its square overflows), so that a corrupt
+        // file is not answered with advice to load it in fp32.
+        if (!std::isfinite(w * w)) throw corrupt;
+        if (std::fabs(w) > k_f16_max)
           throw Error(source + ": weight " + p.name + "[" + std::to_string(i) + "] = " +
                       std::to_string(w) + " is beyond fp16's range (65504); use --precision fp32");
       }
     }
   upload(flat);
-  if (!all_finite())
-    throw Error(source +
-                " holds NaN, Inf or absurdly large weights: a corrupt file or a diverged run, "
-                "whose outputs would be garbage; use an earlier checkpoint");
+  if (!all_finite()) throw corrupt;
 }
 
 template <typename F>

@@ -140,12 +140,56 @@ const std::atomic<bool>& install_stop_handler() {
   return g_stop;
 }
 
+namespace {
+
+// Passes everything to std::cout's own buffer (stdio's stdout) and keeps the errno of the first
+// write or flush that failed.
+class ErrnoKeepingBuffer : public std::streambuf {
+ public:
+  explicit ErrnoKeepingBuffer(std::streambuf* inner) : inner_(inner) {}
+  int first_errno() const { return first_errno_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    return keep(inner_->sputc(traits_type::to_char_type(c)) == traits_type::eof())
+               ? traits_type::eof()
+               : c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    const std::streamsize written = inner_->sputn(s, n);
+    keep(written < n);
+    return written;
+  }
+  int sync() override { return keep(inner_->pubsync() != 0) ? -1 : 0; }
+
+ private:
+  bool keep(bool failed) {
+    if (failed && first_errno_ == 0) first_errno_ = errno;
+    return failed;
+  }
+  std::streambuf* inner_;
+  int first_errno_ = 0;
+};
+
+ErrnoKeepingBuffer* g_stdout_buffer = nullptr;
+
+}  // namespace
+
+void watch_standard_output() {
+  if (g_stdout_buffer) return;
+  static ErrnoKeepingBuffer buffer(std::cout.rdbuf());
+  std::cout.rdbuf(&buffer);
+  g_stdout_buffer = &buffer;
+}
+
 void finish_standard_output() {
   errno = 0;
   std::cout.flush();
   const bool stream_failed = !std::cout;
   const int flush_failed = std::fflush(stdout);
-  const int err = errno;
+  int err = errno;
+  if (err == 0 && g_stdout_buffer) err = g_stdout_buffer->first_errno();
   if (stream_failed || flush_failed != 0 || std::ferror(stdout))
     throw Error(std::string("writing to standard output failed") +
                 (err ? std::string(": ") + std::strerror(err) : std::string()) +

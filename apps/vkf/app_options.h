@@ -37,8 +37,13 @@ std::unique_ptr<Device> open_device(const std::string& selector);
 // (exit status 130), saying so.
 const std::atomic<bool>& install_stop_handler();
 
-// Flushes standard output and throws vkf::Error when anything written to it was lost (a full
-// disk, a closed pipe reader, /dev/full). main() calls it after every command.
+// Routes std::cout through a buffer that remembers why its first write failed (errno), which
+// is lost once the stream has failed: writing to std::cerr flushes std::cout first, so a full
+// disk can make a warning's flush the write that fails. main() calls it before any command.
+void watch_standard_output();
+// Flushes standard output and throws vkf::Error, naming the cause where known, when anything
+// written to it was lost (a full disk, a closed pipe reader, /dev/full). main() calls it after
+// every command.
 void finish_standard_output();
 
 }  // namespace vkf::app

@@ -3,6 +3,7 @@
 // (docs/design.md). A pair that cannot be scored prints "nan<TAB>0", is reported on stderr and
 // makes the exit status 1.
 #include <cstdio>
+#include <iostream>
 
 #include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
@@ -26,15 +27,19 @@ int run_score(const ScoreArgs& a) {
   const model::CorpusFiles files =
       a.tgt.empty() ? model::CorpusFiles::tsv(a.src) : model::CorpusFiles::two_files(a.src, a.tgt);
   auto scores = model::score_corpus(*dev, m, files, options);
+  // Through std::cout, whose failures keep their cause (watch_standard_output): a full disk is
+  // named as such, whichever write meets it.
   int bad = 0;
+  char line[64];
   for (size_t i = 0; i < scores.size(); ++i) {
     const auto& s = scores[i];
     if (!s.error.empty()) {
       std::fprintf(stderr, "vkf score: line %zu: %s\n", i + 1, s.error.c_str());
-      std::printf("nan\t0\n");
+      std::cout << "nan\t0\n";
       ++bad;
     } else {
-      std::printf("%.6f\t%lld\n", s.logprob, static_cast<long long>(s.tokens));
+      std::snprintf(line, sizeof line, "%.6f\t%lld\n", s.logprob, static_cast<long long>(s.tokens));
+      std::cout << line;
     }
   }
   if (bad)

@@ -19,6 +19,7 @@ std::vector<Command>& commands() {
 
 int main(int argc, char** argv) {
   vkf::tool::configure_cpu_driver();  // before any Vulkan instance: see engine/cpu_driver.h
+  vkf::app::watch_standard_output();
   CLI::App app{"vkformer: train and run the Transformer on any Vulkan device", "vkf"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "vkf 0.1.0");

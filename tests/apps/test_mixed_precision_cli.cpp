@@ -8,8 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/device_info.h"
+#include "engine/instance.h"
 #include "model/eval/bleu.h"
 #include "model/eval/text_lines.h"
+#include "model/precision.h"
 #include "tests/apps/cli_support.h"
 #include "tests/support/small_corpus.h"
 
@@ -28,11 +31,17 @@ TEST_CASE("vkf train --precision fp16 says so and logs the loss scale", "[apps][
   const std::string log = slurp(dir / "train.jsonl");
   CHECK(log.find("\"loss_scale\":128") != std::string::npos);
   CHECK(log.find("\"precision\":\"fp16\"") != std::string::npos);
-  // lavapipe is a CPU device: auto takes fp32 there.
+  // auto takes fp32 on CPU devices (lavapipe), fp16 on GPUs with 16-bit storage: what it takes
+  // on the device vkf picks by default.
+  vkf::Instance instance;
+  const auto infos = vkf::query_all_devices(instance.physical_devices(), instance.get());
+  const bool auto_fp16 =
+      vkf::model::resolve_precision(vkf::model::PrecisionChoice::automatic,
+                                    vkf::select_device(infos, "")) == vkf::model::Precision::fp16;
   const fs::path dir2 = temp_dir("cli-auto-train");
   const auto a = run_vkf(train_args(dir2, "--max-steps 1 --precision auto"));
   REQUIRE(a.status == 0);
-  CHECK(a.err.find("in fp32") != std::string::npos);
+  CHECK(a.err.find(auto_fp16 ? "in fp16" : "in fp32") != std::string::npos);
   const auto bad =
       run_vkf(train_args(temp_dir("cli-bad-precision"), "--max-steps 1 --precision fp8"));
   CHECK(bad.status == 1);

@@ -33,7 +33,11 @@ VKF_TEST_CASE("vkf::Translator gives what the decoder it wraps gives", "[api][tr
   Device& dev = test::device();
   const auto& tm = test::tiny_model();
   for (uint32_t beam : {1u, 3u}) {
-    TranslatorOptions o{.beam = beam, .max_len_b = 12, .nbest = beam == 1 ? 1u : 2u};
+    // fp32, as the decoder built below (automatic would take fp16 on a GPU).
+    TranslatorOptions o{.beam = beam,
+                        .max_len_b = 12,
+                        .nbest = beam == 1 ? 1u : 2u,
+                        .precision = model::PrecisionChoice::fp32};
     Translator tr(dev, tm.dir.string(), o);
     CHECK(tr.checkpoint() == tm.checkpoint.string());
     const auto got = tr.translate(tm.sentences);
@@ -131,7 +135,9 @@ VKF_TEST_CASE("inference holds the weights only: a quarter of what training hold
   {
     auto dev = test::new_device();
     const uint64_t before = dev->memory().stats(MemoryKind::device).used_bytes;
-    Translator tr(*dev, tm.dir.string(), {.beam = 2, .max_len_b = 10});
+    // fp32 weights, as training's (automatic would take fp16 on a GPU).
+    Translator tr(*dev, tm.dir.string(),
+                  {.beam = 2, .max_len_b = 10, .precision = model::PrecisionChoice::fp32});
     weights_used = dev->memory().stats(MemoryKind::device).used_bytes - before;
     const uint64_t align = dev->memory().alignment();
     CHECK(weights_used == (tr.weight_bytes() + align - 1) / align * align);

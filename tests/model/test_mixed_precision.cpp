@@ -112,6 +112,11 @@ VKF_TEST_CASE("fp16 weights refuse values fp16 cannot hold and non-finite ones",
                         Catch::Contains("--precision fp32"));
   flat[at] = std::nanf("");
   CHECK_THROWS_WITH(half.upload_checked(flat, "nan.safetensors"), Catch::Contains("NaN"));
+  // Corrupt rather than merely too large for fp16 (the GPU's default precision): not answered
+  // with advice to load it in fp32.
+  flat[at] = 1e30f;
+  CHECK_THROWS_WITH(half.upload_checked(flat, "huge.safetensors"),
+                    Catch::Contains("absurdly large") && !Catch::Contains("--precision fp32"));
   flat[at] = 0.5f;
   flat[layout.at("encoder.layers.0.ffn_norm.bias").offset] = INFINITY;  // an fp32 tensor
   CHECK_THROWS_WITH(half.upload_checked(flat, "inf.safetensors"), Catch::Contains("NaN, Inf"));
