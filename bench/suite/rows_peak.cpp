@@ -1,4 +1,5 @@
-// The device's measured peaks (engine/ops/peak.h): fp32 and fp16 FMA chains and a shader copy.
+// The device's measured peaks (engine/ops/peak.h): fp32 and fp16 FMA chains, tensor-core
+// products through VK_KHR_cooperative_matrix, and a shader copy.
 // ops::measure_peak finds each probe's best configuration (chains, threads, copy width); the
 // row then times that configuration `repeat` times, and its median is the peak the other rows
 // are fractions of.
@@ -57,6 +58,57 @@ void fma_row(Context& cx, Row& row, bool f16) {
     cx.peak.fp32_gflops = row.rate;
 }
 
+// The tensor cores' rate with nothing else in the way: the ceiling of the KHR coopmat matmul.
+// measure_coopmat_peak tries each listed fp16 x fp16 + fp32 shape; the row times the best and
+// names the others' rates in its note.
+void coopmat_row(Context& cx, Row& row) {
+  if (const std::string why = ops::coopmat_probe_misfit(cx.dev.info()); !why.empty())
+    throw Refused(why);
+  const ops::CoopmatPeak p = ops::measure_coopmat_peak(cx.dev, 0.02);
+  const uint64_t floats =
+      uint64_t{p.workgroups} * ops::k_coopmat_probe_subgroups * p.shape.m * p.shape.n;
+  Buffer out = cx.dev.allocate(floats * 4, "coopmat probe output");
+  const ops::CoopmatProbeArgs args{.out = out,
+                                   .shape = p.shape,
+                                   .workgroups = p.workgroups,
+                                   .iterations = p.iterations,
+                                   .chains = p.chains};
+  Recorder rec(cx.dev, timed_recorder(cx.dev));
+  ops::coopmat_probe(cx.dev, rec, args);
+  if (cx.sabotage(row.id)) rec.fill(out.ref().slice(0, 4), k_wrong_bits);
+  Sequence seq = rec.finish();
+  seq.run();
+  // Every element: sum over c of (c + iterations * K * a * b), exact (powers of two).
+  double want = 0;
+  for (uint32_t c = 0; c < p.chains; ++c)
+    want += c + double(p.iterations) * p.shape.k * args.a * args.b;
+  const std::vector<float> got = cx.dev.download<float>(out, floats);
+  Comparison cmp("accumulator sums");
+  for (uint32_t i : sample_indices(cx.rng, static_cast<uint32_t>(floats), 4096))
+    cmp.add(got[i], want, 0, 1e-30, 0);  // exact
+  cmp.add(got[0], want, 0, 1e-30, 0);    // where a sabotage writes
+  std::string shapes;
+  for (const auto& [shape, gflops] : p.per_shape)
+    shapes += (shapes.empty() ? "" : ", ") + std::to_string(shape.m) + "x" +
+              std::to_string(shape.n) + "x" + std::to_string(shape.k) + " " +
+              std::to_string(static_cast<long>(gflops)) + " GFLOP/s";
+  set_check(row, {cmp},
+            p.shape.describe() + ", " + std::to_string(p.workgroups) + " workgroups x " +
+                std::to_string(ops::k_coopmat_probe_subgroups) + " subgroups x " +
+                std::to_string(p.chains) +
+                " accumulators, sampled elements of the timed "
+                "output; each listed shape's best: " +
+                shapes +
+                "; its fragments loaded from shared memory before every product, "
+                "staged as uvec4: " +
+                std::to_string(static_cast<long>(p.shared_vec4_gflops)) +
+                " GFLOP/s, as float16_t: " +
+                std::to_string(static_cast<long>(p.shared_half_gflops)) + " GFLOP/s");
+  const double flops = 2.0 * p.shape.m * p.shape.n * p.shape.k * p.chains * p.iterations *
+                       double(p.workgroups) * ops::k_coopmat_probe_subgroups;
+  set_timing(row, cx, time_runs(seq, cx.options.repeat), flops, "GFLOP/s", Basis::none);
+}
+
 void copy_row(Context& cx, Row& row) {
   const ops::DevicePeak& p = found(cx);
   // The check: the same kernel on a small random buffer (an odd size when scalar), exact.
@@ -98,6 +150,9 @@ std::vector<RowSpec> peak_rows() {
        [](Context& cx, Row& r) { fma_row(cx, r, false); }},
       {"peak/fp16_fma", "peak", "fp16 FMA peak (float16_t chains)",
        [](Context& cx, Row& r) { fma_row(cx, r, true); }},
+      {"peak/fp16_coopmat", "peak",
+       "fp16 tensor-core peak (VK_KHR_cooperative_matrix products, fp32 accumulators)",
+       coopmat_row},
       {"peak/copy", "peak", "shader copy bandwidth (read + write)", copy_row},
   };
 }

@@ -73,13 +73,10 @@ const MatmulConfig& matmul_config(std::string_view name) {
   throw Error("no matmul configuration named '" + std::string(name) + "' (have: " + names + ")");
 }
 
-namespace {
-
-// A driver known to crash (not fail: SIGSEGV, which no caller can recover from) when it compiles
-// the KHR kernel; empty otherwise. Mesa 26.1's lavapipe, the first to list
-// VK_KHR_cooperative_matrix, does inside vkCreateComputePipelines for every KHR row at subgroups of
-// 16 (LP_NATIVE_VECTOR_WIDTH=512, its default on AVX-512 CPUs), and compiles and runs them
-// correctly at 8 (256 bits). Bounded by version so that a fixed release is not refused.
+// Mesa 26.1's lavapipe, the first to list VK_KHR_cooperative_matrix, crashes inside
+// vkCreateComputePipelines for every KHR kernel at subgroups of 16 (LP_NATIVE_VECTOR_WIDTH=512,
+// its default on AVX-512 CPUs), and compiles and runs them correctly at 8 (256 bits). Bounded by
+// version so that a fixed release is not refused.
 std::string known_khr_compiler_crash(const DeviceInfo& info) {
   // lavapipe's driverInfo reads "Mesa 26.1.6-1~bpo13+1 (LLVM 19.1.7)" (its driverVersion was
   // 0.0.1 up to Mesa 22.3).
@@ -93,8 +90,6 @@ std::string known_khr_compiler_crash(const DeviceInfo& info) {
          std::to_string(info.subgroup_size) + "; at 256 bits (LP_NATIVE_VECTOR_WIDTH=256, " +
          "subgroups of 8) it runs";
 }
-
-}  // namespace
 
 std::string matmul_config_misfit(const MatmulConfig& c, const DeviceInfo& info,
                                  bool emulated_coopmat) {

@@ -84,6 +84,10 @@ const MatmulConfig& matmul_config(std::string_view name);  // throws on an unkno
 // the cooperative-matrix extension.
 std::string matmul_config_misfit(const MatmulConfig& config, const DeviceInfo& info,
                                  bool emulated_coopmat = false);
+// A driver known to crash (not fail: SIGSEGV, which no caller can recover from) when it compiles
+// a KHR cooperative-matrix kernel (the matmul's, the tensor-core probe's), naming it; empty
+// otherwise.
+std::string known_khr_compiler_crash(const DeviceInfo& info);
 // Whether `info`'s limits admit `config`: matmul_config_misfit(config, info).empty().
 bool matmul_config_fits(const MatmulConfig& config, const DeviceInfo& info);
 // The fragment shape a KHR row runs on `info`: of the listed fp16 x fp16 + fp32 subgroup shapes

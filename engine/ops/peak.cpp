@@ -6,6 +6,8 @@
 
 #include "engine/error.h"
 #include "engine/launch.h"
+#include "engine/ops/matmul_tuning.h"
+#include "engine/shader_registry.h"
 
 namespace vkf::ops {
 namespace {
@@ -39,6 +41,55 @@ void fma_probe(Device& dev, Recorder& rec, const FmaProbeArgs& a) {
   const Kernel& k =
       dev.kernel({a.f16 ? "peak_fma_f16" : "peak_fma", 1, sizeof push, {k_probe_local, a.chains}});
   rec.dispatch(k, {out(a.out)}, push, groups_1d(a.threads, k_probe_local));
+}
+
+std::string coopmat_probe_misfit(const DeviceInfo& info) {
+  if (!info.khr_coopmat) return info.name + " has no VK_KHR_cooperative_matrix";
+  bool shape = false;
+  for (const CoopmatShape& s : info.khr_coopmat_shapes) shape = shape || s.f16_f32_subgroup();
+  if (!shape) return info.name + " lists no fp16 x fp16 + fp32 subgroup cooperative-matrix shape";
+  if (!info.fp16) return info.name + " has no shaderFloat16 (fp16 fragments)";
+  if (!info.vulkan_memory_model) return info.name + " has no vulkanMemoryModel";
+  if (info.min_subgroup_size != info.max_subgroup_size && !info.subgroup_size_control)
+    return "subgroup sizes vary and cannot be pinned";
+  if (std::string why = known_khr_compiler_crash(info); !why.empty()) return why;
+  if (shaders::find("peak_coopmat_khr").empty())
+    return "this build's glslc could not compile GL_KHR_cooperative_matrix (peak_coopmat_khr)";
+  return "";
+}
+
+void coopmat_probe(Device& dev, Recorder& rec, const CoopmatProbeArgs& a) {
+  const DeviceInfo& info = dev.info();
+  if (std::string why = coopmat_probe_misfit(info); !why.empty())
+    throw Error("coopmat_probe: " + why);
+  bool listed = false;
+  for (const CoopmatShape& s : info.khr_coopmat_shapes)
+    listed = listed ||
+             (s.f16_f32_subgroup() && s.m == a.shape.m && s.n == a.shape.n && s.k == a.shape.k);
+  if (!listed) throw Error("coopmat_probe: " + a.shape.describe() + " is not a listed shape");
+  if (a.operands != CoopmatOperands::constant && (a.shape.m % 8 || a.shape.n % 8 || a.shape.k % 8))
+    throw Error(
+        "coopmat_probe: fragments from shared memory need dimensions that are "
+        "multiples of 8, not " +
+        a.shape.describe());
+  if (a.chains < 1 || a.chains > k_coopmat_probe_max_chains)
+    throw Error("coopmat_probe: chains must be 1.." + std::to_string(k_coopmat_probe_max_chains));
+  const uint64_t floats =
+      uint64_t{a.workgroups} * k_coopmat_probe_subgroups * a.shape.m * a.shape.n;
+  if (a.out.size < floats * 4)
+    throw Error("coopmat_probe: the output holds fewer than " + std::to_string(floats) + " floats");
+  struct {
+    uint32_t iterations;
+    float a, b;
+  } push{a.iterations, a.a, a.b};
+  // Whole subgroups of the device's default width, which its shapes are listed for.
+  KernelSpec spec{
+      "peak_coopmat_khr",
+      1,
+      sizeof push,
+      {k_coopmat_probe_subgroups * info.subgroup_size, a.chains, a.shape.m, a.shape.n, a.shape.k}};
+  if (info.min_subgroup_size != info.max_subgroup_size) spec.subgroup_size = info.subgroup_size;
+  rec.dispatch(dev.kernel(spec), {out(a.out)}, push, {a.workgroups, 1, 1});
 }
 
 void copy_probe(Device& dev, Recorder& rec, const BufferRef& src, const BufferRef& dst,
@@ -92,6 +143,61 @@ std::tuple<double, uint32_t, uint32_t> best_fma(Device& dev, const BufferRef& ou
 }
 
 }  // namespace
+
+CoopmatPeak measure_coopmat_peak(Device& dev, double min_seconds) {
+  const DeviceInfo& info = dev.info();
+  if (std::string why = coopmat_probe_misfit(info); !why.empty())
+    throw Error("measure_coopmat_peak: " + why);
+  // Iterations long enough that a subgroup's set-up and store are noise; the workgroup count
+  // grows until a dispatch fills the device (a GPU's SMs several times over) and takes
+  // min_seconds.
+  const uint32_t iterations = 1024, max_workgroups = 1u << 16;
+  Buffer out_buf;
+  // GFLOP/s and the workgroup count that gave it.
+  auto rate = [&](const CoopmatShape& shape, uint32_t chains, CoopmatOperands operands,
+                  uint32_t groups) -> std::pair<double, uint32_t> {
+    for (;; groups *= 2) {
+      const uint64_t bytes = uint64_t{groups} * k_coopmat_probe_subgroups * shape.m * shape.n * 4;
+      if (out_buf.size() < bytes) out_buf = dev.allocate(bytes, "coopmat probe output");
+      Recorder rec(dev);
+      coopmat_probe(dev, rec,
+                    {.out = out_buf.ref().slice(0, bytes),
+                     .shape = shape,
+                     .workgroups = groups,
+                     .iterations = iterations,
+                     .chains = chains,
+                     .operands = operands});
+      Sequence seq = rec.finish();
+      seq.run();  // warm-up: pipeline compilation
+      const double t = best_run_seconds(seq);
+      if (t >= min_seconds || groups == max_workgroups)
+        return {2.0 * shape.m * shape.n * shape.k * chains * iterations * double(groups) *
+                    k_coopmat_probe_subgroups / t * 1e-9,
+                groups};
+    }
+  };
+  CoopmatPeak best;
+  for (const CoopmatShape& shape : info.khr_coopmat_shapes) {
+    if (!shape.f16_f32_subgroup()) continue;
+    double shape_best = 0;
+    for (uint32_t chains : {4u, 8u}) {
+      const auto [gflops, groups] = rate(shape, chains, CoopmatOperands::constant, 16);
+      shape_best = std::max(shape_best, gflops);
+      if (gflops > best.gflops) {
+        best.gflops = gflops, best.shape = shape, best.chains = chains;
+        best.workgroups = groups, best.iterations = iterations;
+      }
+    }
+    best.per_shape.emplace_back(shape, shape_best);
+  }
+  if (best.shape.m % 8 == 0 && best.shape.n % 8 == 0 && best.shape.k % 8 == 0) {
+    best.shared_vec4_gflops =
+        rate(best.shape, best.chains, CoopmatOperands::shared_vec4, best.workgroups).first;
+    best.shared_half_gflops =
+        rate(best.shape, best.chains, CoopmatOperands::shared_half, best.workgroups).first;
+  }
+  return best;
+}
 
 DevicePeak measure_peak(Device& dev, double min_seconds, bool fp16) {
   DevicePeak peak;

@@ -118,3 +118,69 @@ VKF_TEST_CASE("measure_peak gives positive rates", "[shaders][peak]") {
     CHECK(with_f16.chains_f16 >= 8);
   }
 }
+
+// The tensor-core probe (shaders/peak_coopmat.comp) runs for real only where the device lists
+// VK_KHR_cooperative_matrix and glslc could build it: the Debian 13 tier's lavapipe, GPUs.
+VKF_TEST_CASE("coopmat probe: every subgroup's block is exact", "[shaders][peak][coopmat]") {
+  Device& dev = test::device();
+  if (const std::string why = ops::coopmat_probe_misfit(dev.info()); !why.empty()) VKF_SKIP(why);
+  for (const CoopmatShape& shape : dev.info().khr_coopmat_shapes) {
+    if (!shape.f16_f32_subgroup()) continue;
+    const bool by8 = shape.m % 8 == 0 && shape.n % 8 == 0 && shape.k % 8 == 0;
+    for (uint32_t mode = 0; mode < (by8 ? 3u : 1u); ++mode)
+      for (uint32_t chains : {1u, 3u}) {
+        INFO(shape.describe() << ", operands " << mode << ", chains " << chains);
+        const uint32_t groups = 3, iterations = 37;
+        const uint64_t floats =
+            uint64_t{groups} * ops::k_coopmat_probe_subgroups * shape.m * shape.n;
+        Buffer out_buf = dev.allocate((floats + 5) * 4, "out");
+        dev.upload(out_buf, std::vector<float>(floats + 5, test::k_poison));
+        Recorder rec(dev);
+        ops::coopmat_probe(dev, rec,
+                           {.out = out_buf,
+                            .shape = shape,
+                            .workgroups = groups,
+                            .iterations = iterations,
+                            .chains = chains,
+                            .a = 0.25f,
+                            .b = 0.125f,
+                            .operands = static_cast<ops::CoopmatOperands>(mode)});
+        rec.finish().run();
+        // Powers of two: every partial sum is exact in fp32.
+        double want = 0;
+        for (uint32_t c = 0; c < chains; ++c) want += c + iterations * shape.k * 0.25 * 0.125;
+        const std::vector<float> got = dev.download<float>(out_buf, floats + 5);
+        uint64_t wrong = 0;
+        for (uint64_t i = 0; i < floats; ++i) wrong += got[i] != want;
+        CHECK(wrong == 0);
+        for (uint64_t i = floats; i < floats + 5; ++i) CHECK(got[i] == test::k_poison);
+      }
+  }
+  const CoopmatShape shape = dev.info().khr_coopmat_shapes.front();
+  Recorder rec(dev);
+  Buffer small = dev.allocate(16, "small");
+  CoopmatShape unlisted = shape;
+  unlisted.m = 24;
+  REQUIRE_THROWS_WITH(ops::coopmat_probe(dev, rec, {.out = small, .shape = unlisted}),
+                      Catch::Contains("not a listed shape"));
+}
+
+VKF_TEST_CASE("measure_coopmat_peak times every listed fp16 shape, or says why it cannot",
+              "[shaders][peak][coopmat]") {
+  Device& dev = test::device();
+  const std::string why = ops::coopmat_probe_misfit(dev.info());
+  if (!why.empty()) {
+    REQUIRE_THROWS_WITH(ops::measure_coopmat_peak(dev, 0.001), Catch::Contains(why));
+    VKF_SKIP(why);
+  }
+  const ops::CoopmatPeak peak = ops::measure_coopmat_peak(dev, 0.001);
+  CHECK(peak.gflops > 0);
+  CHECK(peak.shape.f16_f32_subgroup());
+  CHECK(peak.chains >= 4);
+  CHECK(peak.shared_vec4_gflops > 0);
+  CHECK(peak.shared_half_gflops > 0);
+  size_t shapes = 0;
+  for (const CoopmatShape& s : dev.info().khr_coopmat_shapes) shapes += s.f16_f32_subgroup();
+  REQUIRE(peak.per_shape.size() == shapes);
+  for (const auto& [shape, gflops] : peak.per_shape) CHECK(gflops > 0);
+}
