@@ -50,6 +50,11 @@ const MatmulConfig k_configs[] = {
     // Smaller matmuls (decoding, and any m x n with fewer than 128 of the large tiles, which
     // would leave most of a large GPU's SMs idle): 64x64 tiles of 4 subgroups, 32x32 each.
     {"khr_coopmat_64", 128, 64, 64, 32, 32, 32, true, true, true},
+    // The same with k staged 64 at a time (18 KiB): half the barriers and twice the products
+    // between them, for drivers where a k-step's barriers and staging, not the products, set
+    // the pace (on an H200 every KHR row ran at 0.05 of what its tensor cores reach through
+    // the same extension); the tuner decides.
+    {"khr_coopmat_64_k64", 128, 64, 64, 64, 32, 32, true, true, true},
     // Twice the large tile along n, 8 subgroups (32 KiB with the scratch): more reuse of each
     // staged A row for
     // the largest GEMMs (the FFN, the vocabulary projection); the benchmark on a GPU decides.

@@ -377,6 +377,7 @@ VKF_TEST_CASE("matmul: the KHR rows' kernel with emulated fragments matches the 
   large.push_back(k_cases[2]);        // B broadcast over the batch
   check_emulated_coopmat_row("khr_coopmat", large);
   check_emulated_coopmat_row("khr_coopmat_256", large);
+  check_emulated_coopmat_row("khr_coopmat_64_k64", large);
 }
 
 VKF_TEST_CASE("matmul uses the device's row unless forced", "[shaders][matmul]") {
@@ -408,7 +409,8 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
       // Each coopmat row has its own emulated-fragments test case above.
       const std::string name = cfg.name;
       if (cfg.khr)
-        CHECK((name == "khr_coopmat" || name == "khr_coopmat_64" || name == "khr_coopmat_256"));
+        CHECK((name == "khr_coopmat" || name == "khr_coopmat_64" || name == "khr_coopmat_64_k64" ||
+               name == "khr_coopmat_256"));
       else
         CHECK((name == "nvidia_coopmat" || name == "nvidia_coopmat_128"));
       continue;
@@ -529,7 +531,7 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
   lavapipe.driver_info = "Mesa 26.1.6-1~bpo13+1 (LLVM 19.1.7)";
   lavapipe.khr_coopmat_shapes = {shape(8, 8, 8, 1)};
   lavapipe.subgroup_size = lavapipe.min_subgroup_size = lavapipe.max_subgroup_size = 16;
-  for (const char* row : {"khr_coopmat", "khr_coopmat_64", "khr_coopmat_256"})
+  for (const char* row : {"khr_coopmat", "khr_coopmat_64", "khr_coopmat_64_k64", "khr_coopmat_256"})
     CHECK_THAT(ops::matmul_config_misfit(ops::matmul_config(row), lavapipe),
                Catch::Contains("crashes compiling") && Catch::Contains("Mesa 26.1)"));
   DeviceInfo lavapipe_256 = lavapipe;
