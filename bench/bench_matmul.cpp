@@ -22,6 +22,12 @@
 //                                                 GFLOP/s over the vkf_matmul_f16 row's in the
 //                                                 same run (the device's row, or
 //                                                 VKF_MATMUL_CONFIG's)
+//   VKF_BENCH_KHR_DIAG=<bits>[,<bits>...]         after each KHR row of VKF_BENCH_COOPMAT, the
+//                                                 same row with parts of its k-loop dropped
+//                                                 (vkf_matmul_f16_<row>_diag<bits>; results
+//                                                 wrong, timing only; MatmulArgs::
+//                                                 khr_diagnostic): 1 no global reads, 2 no
+//                                                 barriers or staging, 3 neither
 //
 // Rows: openblas_sgemm, vkf_matmul_f32 and vkf_matmul_f16 (fp16 storage, fp32 arithmetic), with
 // arguments m/n/k/form. Counters: GFLOP/s (2 m n k per call); on the vkf rows ratio_openblas =
@@ -45,6 +51,7 @@
 #include <random>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -138,6 +145,22 @@ const vkf::ops::MatmulConfig* forced_config() {
   }
   const char* forced = std::getenv("VKF_MATMUL_CONFIG");
   return forced ? &vkf::ops::matmul_config(forced) : nullptr;
+}
+
+// VKF_BENCH_KHR_DIAG's bit sets (1..3; anything else throws).
+std::vector<uint32_t> khr_diagnostics() {
+  std::vector<uint32_t> bits;
+  const char* list = std::getenv("VKF_BENCH_KHR_DIAG");
+  std::string rest = list ? list : "";
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string word = rest.substr(0, comma);
+    if (word != "1" && word != "2" && word != "3")
+      throw std::runtime_error("VKF_BENCH_KHR_DIAG: '" + word + "' is not 1, 2 or 3");
+    bits.push_back(uint32_t(std::stoul(word)));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  return bits;
 }
 
 // VKF_BENCH_COOPMAT's rows (an unknown name throws, listing the table's).
@@ -241,8 +264,9 @@ const TorchFigures& torch_figures() {
 // The 4th argument is the form: 0 = A B, 1 = A B^T (a Linear's forward), 2 = A^T B (its
 // weight gradient; A^T is not split into row blocks, so it must fit one binding).
 // row: a tuning-table row forced for this benchmark (VKF_BENCH_COOPMAT), else forced_config().
-void bm_vkf(benchmark::State& state, vkf::DType dtype,
-            const vkf::ops::MatmulConfig* row = nullptr) {
+// diagnostic: MatmulArgs::khr_diagnostic (VKF_BENCH_KHR_DIAG).
+void bm_vkf(benchmark::State& state, vkf::DType dtype, const vkf::ops::MatmulConfig* row = nullptr,
+            uint32_t diagnostic = 0) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const int64_t form = state.range(3);
   const bool trans_a = form == 2, trans_b = form == 1;
@@ -282,6 +306,7 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype,
       args.trans_b = trans_b;
       args.dtype = dtype;
       args.config = row ? row : forced_config();
+      args.khr_diagnostic = diagnostic;
       blocks.push_back(args);
     }
     vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
@@ -319,6 +344,7 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype,
   auto it = shared().openblas_gflops.find({m, n, k, form});
   if (dtype == vkf::DType::f32 && it != shared().openblas_gflops.end())
     state.counters["ratio_openblas"] = gflops / it->second;
+  if (diagnostic) label += " diagnostic=" + std::to_string(diagnostic) + " (results wrong)";
   if (dtype == vkf::DType::f16 && row == nullptr) shared().f16_gflops[{m, n, k, form}] = gflops;
   if (auto f = shared().f16_gflops.find({m, n, k, form}); row && f != shared().f16_gflops.end())
     state.counters["ratio_f16"] = gflops / f->second;
@@ -398,18 +424,25 @@ void register_all() {
           {{s[0], s[1], s[2], s[3], dtype}, full + (big ? "/iterations:1" : "") + "/real_time"});
       if (dtype != vkf::DType::f16) continue;
       for (const vkf::ops::MatmulConfig* row : coopmat_rows()) {
-        const std::string cname = name + "_" + row->name;
-        auto* r = benchmark::RegisterBenchmark(
-                      cname.c_str(),
-                      [row](benchmark::State& state) { bm_vkf(state, vkf::DType::f16, row); })
-                      ->Args(s)
-                      ->UseRealTime()
-                      ->Unit(benchmark::kMillisecond);
-        if (big) r->Iterations(1);
-        std::string cfull = cname;
-        for (int64_t a : s) cfull.append("/").append(std::to_string(a));
-        vkf_rows().push_back(
-            {{s[0], s[1], s[2], s[3], dtype}, cfull + (big ? "/iterations:1" : "") + "/real_time"});
+        std::vector<uint32_t> variants = {0};
+        if (row->khr)
+          for (uint32_t bits : khr_diagnostics()) variants.push_back(bits);
+        for (uint32_t diag : variants) {
+          const std::string cname =
+              name + "_" + row->name + (diag ? "_diag" + std::to_string(diag) : "");
+          auto* r = benchmark::RegisterBenchmark(cname.c_str(),
+                                                 [row, diag](benchmark::State& state) {
+                                                   bm_vkf(state, vkf::DType::f16, row, diag);
+                                                 })
+                        ->Args(s)
+                        ->UseRealTime()
+                        ->Unit(benchmark::kMillisecond);
+          if (big) r->Iterations(1);
+          std::string cfull = cname;
+          for (int64_t a : s) cfull.append("/").append(std::to_string(a));
+          vkf_rows().push_back({{s[0], s[1], s[2], s[3], dtype},
+                                cfull + (big ? "/iterations:1" : "") + "/real_time"});
+        }
       }
     }
   }
@@ -419,7 +452,12 @@ void register_all() {
 
 int main(int argc, char** argv) {
   vkf::bench::openblas_without_old_cpu_overrides(argv);
-  register_all();
+  try {
+    register_all();
+  } catch (const std::exception& e) {  // a bad VKF_BENCH_* value, no device
+    std::fprintf(stderr, "bench_matmul: %s\n", e.what());
+    return 2;
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -53,6 +53,11 @@ layout(constant_id = 11) const uint READ_C = 0;  // beta != 0
 // constant_id 12-14: the fragment shape (coopmat_khr_fragment.glsl).
 // The workgroup size (constant_id 0) again: it sizes the prefetch registers below.
 layout(constant_id = 15) const uint WG = 128;
+// Benchmarks only (MatmulArgs::khr_diagnostic; the results are then wrong): bit 0 drops the
+// k-loop's global reads (every step re-stages the first step's tiles), bit 1 its barriers and
+// staging (every step multiplies the first step's tiles). Timing the kernel with each part
+// removed says which part sets its pace on a driver no profiler reaches. 0 everywhere else.
+layout(constant_id = 16) const uint DIAG = 0;
 
 #include "coopmat_khr_fragment.glsl"
 
@@ -168,7 +173,7 @@ void main() {
   for (uint k0 = 0; k0 < p.k; k0 += BK) {
     // Uniform across the workgroup, so the barriers below are too.
     const bool more = k0 + BK < p.k;
-    if (more) load_tiles(k0 + BK, m0, n0, base_a, base_b);
+    if (more && (DIAG & 1) == 0) load_tiles(k0 + BK, m0, n0, base_a, base_b);
     for (uint kk = 0; kk < BK; kk += FRAG_K) {
       FRAG_A fa[FM];
       FRAG_B fb[FN];
@@ -189,12 +194,15 @@ void main() {
       for (uint i = 0; i < FM; ++i)
         for (uint j = 0; j < FN; ++j) FRAG_MUL_ADD(acc[i][j], fa[i], fb[j]);
     }
-    barrier();  // every subgroup is done with the tiles
-    if (more) {
-      store_tiles();
-      barrier();
+    if ((DIAG & 2) == 0) {
+      barrier();  // every subgroup is done with the tiles
+      if (more) {
+        store_tiles();
+        barrier();
+      }
     }
   }
+  if ((DIAG & 2) != 0) barrier();  // the scratch below aliases the tiles
 
   // Epilogue, one row of fragments at a time through this subgroup's scratch (which aliases the
   // tiles: the loop ended with a barrier). Lane l takes runs l, l + S, ... of 8 columns.

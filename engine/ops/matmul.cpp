@@ -108,6 +108,9 @@ void check_config(const Device& dev, const MatmulArgs& args, const MatmulConfig&
   if (args.emulate_coopmat && !cfg.coopmat)
     throw Error(shape_of(args) + ": emulate_coopmat applies to coopmat rows, not '" + cfg.name +
                 "'");
+  if (args.khr_diagnostic != 0 && (!cfg.khr || args.khr_diagnostic > 3))
+    throw Error(shape_of(args) + ": khr_diagnostic (bits 0 and 1) applies to KHR rows, not '" +
+                cfg.name + "' with " + std::to_string(args.khr_diagnostic));
   const bool emulated = args.emulate_coopmat;
   if (cfg.coopmat && !cfg.khr && !emulated && !matmul_coopmat_built())
     throw Error(shape_of(args) + ": configuration '" + cfg.name + "' needs the " +
@@ -253,10 +256,11 @@ KernelSpec kernel_spec(const Device& dev, const MatmulArgs& args, const MatmulCo
                    args.trans_a ? 1u : 0u, args.trans_b ? 1u : 0u,
                    static_cast<uint32_t>(args.epilogue), vec, args.beta != 0.0f ? 1u : 0u}};
   if (cfg.khr) {
-    // Constants 12-14: the fragment shape (emulated: 16x16x16); 15: the workgroup size again.
+    // Constants 12-14: the fragment shape (emulated: 16x16x16); 15: the workgroup size again;
+    // 16: the benchmarks' diagnostic bits.
     const CoopmatShape* shape = emulated ? nullptr : khr_coopmat_shape(cfg, info);
     spec.spec.insert(spec.spec.end(), {shape ? shape->m : 16u, shape ? shape->n : 16u,
-                                       shape ? shape->k : 16u, invocations});
+                                       shape ? shape->k : 16u, invocations, args.khr_diagnostic});
     // The kernel gives each subgroup one block: where the width varies, run at the default.
     if (!emulated && info.min_subgroup_size != info.max_subgroup_size)
       spec.subgroup_size = info.subgroup_size;

@@ -45,6 +45,10 @@ struct MatmulArgs {
   // of tensor cores, so that its staging, edges and epilogue are checked on devices without the
   // cooperative-matrix extension. Slow.
   bool emulate_coopmat = false;
+  // For a KHR row only (benchmarks): drop parts of the kernel's k-loop to time the rest, the
+  // results then wrong (shaders/matmul_coopmat_khr.comp, DIAG): bit 0 the global reads, bit 1
+  // the barriers and staging. 0 = the kernel as it is.
+  uint32_t khr_diagnostic = 0;
   // Read A and B through uniform texel buffers (shaders/matmul.comp, VKF_TEXEL) rather than
   // storage buffers. The views need A's and B's offsets aligned to
   // DeviceInfo::texel_buffer_alignment and their elements in whole 4-element texels.

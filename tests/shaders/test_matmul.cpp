@@ -380,6 +380,65 @@ VKF_TEST_CASE("matmul: the KHR rows' kernel with emulated fragments matches the 
   check_emulated_coopmat_row("khr_coopmat_64_k64", large);
 }
 
+// The benchmarks' diagnostic bits (MatmulArgs::khr_diagnostic) drop the k-loop's global reads,
+// or its barriers and staging: every k-step then multiplies the first step's tiles, so C is
+// (k / BK) times the product over k < BK. On the emulated twin, so it runs everywhere.
+VKF_TEST_CASE("matmul: the KHR kernel's diagnostic bits multiply the first k-step every step",
+              "[shaders][matmul][coopmat][khr]") {
+  Device& dev = test::device();
+  const ops::MatmulConfig& cfg = ops::matmul_config("khr_coopmat_64");
+  if (const std::string why = ops::matmul_config_misfit(cfg, dev.info(), true); !why.empty())
+    VKF_SKIP("not run emulated: " << dev.label() << ": " << why);
+  const uint32_t m = 50, n = 40, k = 3 * cfg.bk;  // A B^T, edges in m and n
+  const auto a = stored(test::random_floats(uint64_t(m) * k, 5), DType::f16);
+  const auto b = stored(test::random_floats(uint64_t(n) * k, 6), DType::f16);
+  std::vector<double> want(uint64_t(m) * n), scale(uint64_t(m) * n);
+  for (uint32_t i = 0; i < m; ++i)
+    for (uint32_t j = 0; j < n; ++j)
+      for (uint32_t q = 0; q < cfg.bk; ++q) {
+        const double t = double(a[uint64_t(i) * k + q]) * b[uint64_t(j) * k + q];
+        want[uint64_t(i) * n + j] += 3 * t;
+        scale[uint64_t(i) * n + j] += 3 * std::fabs(t);
+      }
+  Buffer ba = dev.allocate(a.size() * 2, "A"), bb = dev.allocate(b.size() * 2, "B");
+  Buffer bc = dev.allocate(uint64_t(m) * n * 2, "C");
+  upload(dev, ba, a, DType::f16);
+  upload(dev, bb, b, DType::f16);
+  // The emulated twin everywhere, the real kernel where the device and build run it.
+  const bool real = ops::matmul_coopmat_khr_built() && ops::matmul_config_fits(cfg, dev.info());
+  for (const bool emulated : {true, false})
+    for (uint32_t bits : {1u, 2u, 3u}) {
+      if (!emulated && !real) continue;
+      INFO("diagnostic " << bits << (emulated ? ", emulated fragments" : ", KHR fragments"));
+      upload(dev, bc, std::vector<float>(uint64_t(m) * n, -65504.0f), DType::f16);
+      ops::MatmulArgs args;
+      args.a = ba, args.b = bb, args.c = bc;
+      args.m = m, args.n = n, args.k = k, args.trans_b = true;
+      args.dtype = DType::f16;
+      args.config = &cfg;
+      args.emulate_coopmat = emulated;
+      args.khr_diagnostic = bits;
+      Recorder rec(dev);
+      ops::matmul(dev, rec, args);
+      rec.finish().run();
+      const auto got = download(dev, bc, uint64_t(m) * n, DType::f16);
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        worst = std::max(worst, std::fabs(got[i] - want[i]) / (1e-6 + 2e-3 * scale[i]));
+      CHECK(worst <= 1.0);
+    }
+  ops::MatmulArgs args;
+  args.a = ba, args.b = bb, args.c = bc;
+  args.m = m, args.n = n, args.k = k, args.trans_b = true, args.dtype = DType::f16;
+  args.khr_diagnostic = 1;
+  args.config = &ops::matmul_config("fallback");
+  Recorder rec(dev);
+  CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("applies to KHR rows"));
+  args.config = &cfg;
+  args.khr_diagnostic = 4;
+  CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("applies to KHR rows"));
+}
+
 VKF_TEST_CASE("matmul uses the device's row unless forced", "[shaders][matmul]") {
   Device& dev = test::device();
   const ops::MatmulConfig& chosen = ops::choose_matmul_config(dev.info());
