@@ -147,18 +147,26 @@ const vkf::ops::MatmulConfig* forced_config() {
   return forced ? &vkf::ops::matmul_config(forced) : nullptr;
 }
 
-// VKF_BENCH_KHR_DIAG's bit sets (1..3; anything else throws).
-std::vector<uint32_t> khr_diagnostics() {
-  std::vector<uint32_t> bits;
-  const char* list = std::getenv("VKF_BENCH_KHR_DIAG");
+// The comma-separated words of an environment variable (none where it is unset).
+std::vector<std::string> env_words(const char* name) {
+  std::vector<std::string> words;
+  const char* list = std::getenv(name);
   std::string rest = list ? list : "";
   while (!rest.empty()) {
     const size_t comma = rest.find(',');
-    const std::string word = rest.substr(0, comma);
+    if (comma != 0) words.push_back(rest.substr(0, comma));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  return words;
+}
+
+// VKF_BENCH_KHR_DIAG's bit sets (1..3; anything else throws).
+std::vector<uint32_t> khr_diagnostics() {
+  std::vector<uint32_t> bits;
+  for (const std::string& word : env_words("VKF_BENCH_KHR_DIAG")) {
     if (word != "1" && word != "2" && word != "3")
       throw std::runtime_error("VKF_BENCH_KHR_DIAG: '" + word + "' is not 1, 2 or 3");
     bits.push_back(uint32_t(std::stoul(word)));
-    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
   }
   return bits;
 }
@@ -166,14 +174,8 @@ std::vector<uint32_t> khr_diagnostics() {
 // VKF_BENCH_COOPMAT's rows (an unknown name throws, listing the table's).
 std::vector<const vkf::ops::MatmulConfig*> coopmat_rows() {
   std::vector<const vkf::ops::MatmulConfig*> rows;
-  const char* list = std::getenv("VKF_BENCH_COOPMAT");
-  std::string rest = list ? list : "";
-  while (!rest.empty()) {
-    const size_t comma = rest.find(',');
-    const std::string name = rest.substr(0, comma);
-    if (!name.empty()) rows.push_back(&vkf::ops::matmul_config(name));
-    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-  }
+  for (const std::string& name : env_words("VKF_BENCH_COOPMAT"))
+    rows.push_back(&vkf::ops::matmul_config(name));
   return rows;
 }
 
