@@ -126,17 +126,21 @@ READ_RUN(read_a, a, a8, 1, p.lda)
 READ_RUN(read_b, b, b8, 2, p.ldb)
 
 // Reads the k-step at k0 of op(A)'s rows m0.. and op(B)'s columns n0.. into ra, rb.
+// The guards below are constant false where the tiles divide evenly among the workgroup (every
+// table row): the loops then have constant trip counts and unroll, keeping ra and rb in
+// registers; a data-dependent exit could leave them indexed at run time, which puts an array
+// in local memory on some compilers (NVIDIA's among them).
 void load_tiles(uint k0, uint m0, uint n0, uint base_a, uint base_b) {
   for (uint j = 0; j < A_PER; ++j) {
     const uint v = gl_LocalInvocationID.x + j * WG;
-    if (v >= A_VECS) break;
+    if (A_VECS % WG != 0 && v >= A_VECS) break;
     const uint o = v / A_RUNS, i = (v % A_RUNS) * 8;
     ra[j] = TRANS_A != 0 ? read_a(base_a, k0 + o, m0 + i, p.k, p.m)
                          : read_a(base_a, m0 + o, k0 + i, p.m, p.k);
   }
   for (uint j = 0; j < B_PER; ++j) {
     const uint v = gl_LocalInvocationID.x + j * WG;
-    if (v >= B_VECS) break;
+    if (B_VECS % WG != 0 && v >= B_VECS) break;
     const uint o = v / B_RUNS, i = (v % B_RUNS) * 8;
     rb[j] = TRANS_B != 0 ? read_b(base_b, n0 + o, k0 + i, p.n, p.k)
                          : read_b(base_b, k0 + o, n0 + i, p.k, p.n);
@@ -146,12 +150,12 @@ void load_tiles(uint k0, uint m0, uint n0, uint base_a, uint base_b) {
 void store_tiles() {
   for (uint j = 0; j < A_PER; ++j) {
     const uint v = gl_LocalInvocationID.x + j * WG;
-    if (v >= A_VECS) break;
+    if (A_VECS % WG != 0 && v >= A_VECS) break;
     smem[A_OFF + (v / A_RUNS) * A_LDV + v % A_RUNS] = ra[j];
   }
   for (uint j = 0; j < B_PER; ++j) {
     const uint v = gl_LocalInvocationID.x + j * WG;
-    if (v >= B_VECS) break;
+    if (B_VECS % WG != 0 && v >= B_VECS) break;
     smem[B_OFF + (v / B_RUNS) * B_LDV + v % B_RUNS] = rb[j];
   }
 }
