@@ -100,7 +100,11 @@ void set_timing(Row& row, const Context& cx, const Timing& t, double amount,
       peak = cx.peak.fp32_gflops, row.peak_basis = "fp32 FMA";
       break;
     case Basis::fp16_fma:
-      if (cx.peak.fp16_gflops) peak = *cx.peak.fp16_gflops, row.peak_basis = "fp16 FMA";
+      // Tensor-core rows against the tensor cores' own measured rate where the probe ran.
+      if (cx.peak.coopmat_gflops)
+        peak = *cx.peak.coopmat_gflops, row.peak_basis = "tensor cores";
+      else if (cx.peak.fp16_gflops)
+        peak = *cx.peak.fp16_gflops, row.peak_basis = "fp16 FMA";
       break;
     case Basis::copy:
       peak = cx.peak.copy_gbytes_s, rate = row.rate, row.peak_basis = "copy";

@@ -58,7 +58,8 @@ struct Context {
 // The bit pattern the hook writes: 1.3e7 as fp32, 14.6 as each of two fp16 halves.
 constexpr uint32_t k_wrong_bits = 0x4B4B4B4Bu;
 
-// How a row's rate relates to the device's peak.
+// How a row's rate relates to the device's peak. fp16_fma: tensor-core rows, against the tensor
+// cores' measured rate (peak/fp16_coopmat) where it ran, else the fp16 FMA peak.
 enum class Basis { none, fp32_fma, fp16_fma, copy };
 
 // Fills the row's timing figures: `amount` is what one run does in `unit` terms (FLOPs for

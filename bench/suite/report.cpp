@@ -64,6 +64,7 @@ DeviceReport device_from_json(const json& j, const std::string& where) {
   const json peak = field<json>(j, "peak", at);
   d.peak.fp32_gflops = field<double>(peak, "fp32_fma_gflops", at + " peak");
   d.peak.fp16_gflops = read_optional(peak, "fp16_fma_gflops", at + " peak");
+  d.peak.coopmat_gflops = read_optional(peak, "coopmat_gflops", at + " peak");
   d.peak.copy_gbytes_s = field<double>(peak, "copy_gbytes_s", at + " peak");
   d.seconds = field<double>(j, "seconds", at);
   const json rows = field<json>(j, "rows", at);
@@ -122,6 +123,7 @@ json to_json(const DeviceReport& d) {
           {"peak",
            {{"fp32_fma_gflops", d.peak.fp32_gflops},
             {"fp16_fma_gflops", optional_number(d.peak.fp16_gflops)},
+            {"coopmat_gflops", optional_number(d.peak.coopmat_gflops)},
             {"copy_gbytes_s", d.peak.copy_gbytes_s}}},
           {"seconds", d.seconds},
           {"failed", d.failed()},

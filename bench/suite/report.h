@@ -30,12 +30,15 @@ struct Row {
   double rate = 0;                      // in `unit`, from the median time; higher is faster
   std::string unit;                     // GFLOP/s, GB/s, tokens/s
   std::optional<double> peak_fraction;  // rate over the device's measured peak (`peak_basis`)
-  std::string peak_basis;               // fp32 FMA, fp16 FMA, copy
+  std::string peak_basis;               // fp32 FMA, fp16 FMA, tensor cores, copy
 };
 
 struct Peak {
   double fp32_gflops = 0;
   std::optional<double> fp16_gflops;  // absent where the device has no shaderFloat16
+  // fp16 tensor-core products (peak/fp16_coopmat): absent where the device lists no
+  // VK_KHR_cooperative_matrix fp16 shape or the build has no probe kernel
+  std::optional<double> coopmat_gflops;
   double copy_gbytes_s = 0;
 };
 

@@ -107,6 +107,7 @@ void coopmat_row(Context& cx, Row& row) {
   const double flops = 2.0 * p.shape.m * p.shape.n * p.shape.k * p.chains * p.iterations *
                        double(p.workgroups) * ops::k_coopmat_probe_subgroups;
   set_timing(row, cx, time_runs(seq, cx.options.repeat), flops, "GFLOP/s", Basis::none);
+  cx.peak.coopmat_gflops = row.rate;
 }
 
 void copy_row(Context& cx, Row& row) {

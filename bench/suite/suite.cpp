@@ -102,6 +102,7 @@ std::string results_table(const DeviceReport& d) {
   s << d.label << "\n";
   s << format("  peaks: fp32 FMA %.1f GFLOP/s", d.peak.fp32_gflops)
     << (d.peak.fp16_gflops ? format(", fp16 FMA %.1f GFLOP/s", *d.peak.fp16_gflops) : "")
+    << (d.peak.coopmat_gflops ? format(", tensor cores %.1f GFLOP/s", *d.peak.coopmat_gflops) : "")
     << format(", copy %.1f GB/s\n", d.peak.copy_gbytes_s);
   size_t width = 0;
   for (const Row& r : d.rows) width = std::max(width, r.title.size());

@@ -102,8 +102,17 @@ TEST_CASE("bench result files: JSON round trip and schema errors", "[apps][bench
   const nlohmann::json j = to_json(a);
   CHECK(j.at("schema") == k_schema);
   CHECK(j.at("devices").at(0).at("peak").at("fp16_fma_gflops").is_null());
+  CHECK(j.at("devices").at(0).at("peak").at("coopmat_gflops").is_null());
   const Report back = report_from_json(j, "sample");
   CHECK(to_json(back) == j);
+  // A tensor-core peak survives the round trip; files from before it existed still read.
+  Report with_coopmat = a;
+  with_coopmat.devices.at(0).peak.coopmat_gflops = 565000.0;
+  CHECK(report_from_json(to_json(with_coopmat), "sample").devices.at(0).peak.coopmat_gflops ==
+        565000.0);
+  nlohmann::json older = j;
+  older["devices"][0]["peak"].erase("coopmat_gflops");
+  CHECK(!report_from_json(older, "older").devices.at(0).peak.coopmat_gflops);
   CHECK(back.devices.at(0).rows.at(2).check == Check::skip);
   CHECK(back.devices.at(0).rows.at(2).reason == "no such feature");
 
