@@ -178,9 +178,9 @@ ErrnoKeepingBuffer* g_stdout_buffer = nullptr;
 
 void watch_standard_output() {
   if (g_stdout_buffer) return;
-  static ErrnoKeepingBuffer buffer(std::cout.rdbuf());
-  std::cout.rdbuf(&buffer);
-  g_stdout_buffer = &buffer;
+  // Never destroyed: std::cout is flushed at exit, after function-local statics are gone.
+  g_stdout_buffer = new ErrnoKeepingBuffer(std::cout.rdbuf());
+  std::cout.rdbuf(g_stdout_buffer);
 }
 
 void finish_standard_output() {
