@@ -185,10 +185,25 @@ TEST_CASE("mpirun -np 2 vkf train equals two in-process devices, bit for bit", "
         slurp(dir / "mpi" / "checkpoint-4.safetensors"));
 }
 
+namespace {
+
+// The Python with PyTorch: VKF_PYTHON where set (as the benchmarks take it; scripts/gpu-run
+// sets it on a GPU machine), else Debian's.
+std::string torch_python() {
+  const char* p = std::getenv("VKF_PYTHON");
+  return p && *p ? p : "/usr/bin/python3";
+}
+
+bool has_torch() {
+  return std::system((torch_python() + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
+}
+
+}  // namespace
+
 TEST_CASE("vkf score agrees with PyTorch on the same checkpoint", "[apps][cli][torch]") {
   // An independent implementation of the contract (bench/torch_translate.py: torch.nn.Transformer
-  // loaded from the safetensors names); runs where Debian's python3-torch is installed.
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+  // loaded from the safetensors names); runs where a Python with PyTorch is (torch_python).
+  if (!has_torch()) {
     WARN("python3-torch is not installed: skipped");
     return;
   }
@@ -214,7 +229,7 @@ TEST_CASE("vkf score agrees with PyTorch on the same checkpoint", "[apps][cli][t
   for (std::string a, b; std::getline(ls, a) && std::getline(lt, b);) tsv << a << '\t' << b << '\n';
   tsv.close();
   const std::string cmd =
-      std::string("/usr/bin/python3 " VKF_SOURCE_DIR "/bench/torch_translate.py score --model ") +
+      (torch_python() + " " VKF_SOURCE_DIR "/bench/torch_translate.py score --model ") +
       (model / "checkpoint-2.safetensors").string() + " <" + (dir / "ids.tsv").string() + " >" +
       (dir / "torch.tsv").string() + " 2>/dev/null";
   REQUIRE(std::system(cmd.c_str()) == 0);
@@ -235,7 +250,7 @@ TEST_CASE("vkf score agrees with PyTorch on the same checkpoint", "[apps][cli][t
   // The benchmark's anchor decodes with a key/value cache: same log-probabilities and outputs
   // as nn.Transformer over the whole prefix.
   const std::string check =
-      std::string("/usr/bin/python3 " VKF_SOURCE_DIR "/bench/torch_translate.py check --model ") +
+      (torch_python() + " " VKF_SOURCE_DIR "/bench/torch_translate.py check --model ") +
       (model / "checkpoint-2.safetensors").string() + " >/dev/null 2>&1";
   CHECK(std::system(check.c_str()) == 0);
 }
@@ -246,7 +261,7 @@ TEST_CASE("vkf score agrees with PyTorch on the same checkpoint", "[apps][cli][t
 // limit instead, 271 of 400 anchor lines came out longer than vkf's (and "differed").
 TEST_CASE("the PyTorch anchor stops each sentence at its own length limit like vkf translate",
           "[apps][cli][torch]") {
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+  if (!has_torch()) {
     WARN("python3-torch is not installed: skipped");
     return;
   }
@@ -269,12 +284,12 @@ TEST_CASE("the PyTorch anchor stops each sentence at its own length limit like v
   Result ours = run_vkf("translate --model " + model.string() + " --input " +
                         (dir / "in.en").string() + " --beam 1 --batch-size 32" + b);
   REQUIRE(ours.status == 0);
-  const std::string cmd = std::string("/usr/bin/python3 " VKF_SOURCE_DIR
-                                      "/bench/torch_translate.py translate --threads 1 --beam 1"
-                                      " --batch 32 --model ") +
-                          (model / "checkpoint-2.safetensors").string() + b + " <" +
-                          (dir / "in.ids").string() + " >" + (dir / "torch.ids").string() +
-                          " 2>/dev/null";
+  const std::string cmd =
+      (torch_python() + " " VKF_SOURCE_DIR
+                        "/bench/torch_translate.py translate --threads 1 --beam 1"
+                        " --batch 32 --model ") +
+      (model / "checkpoint-2.safetensors").string() + b + " <" + (dir / "in.ids").string() + " >" +
+      (dir / "torch.ids").string() + " 2>/dev/null";
   REQUIRE(std::system(cmd.c_str()) == 0);
   Result theirs =
       run_vkf("vocab --model " + vocab.string() + " --decode", slurp(dir / "torch.ids"));
