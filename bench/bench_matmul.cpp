@@ -44,6 +44,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -394,8 +395,25 @@ void bm_openblas(benchmark::State& state) {
 }
 #endif
 
+// Registers one vkf row at shape s and records the name Google Benchmark gives it (for
+// --benchmark_filter, see selected()).
+void add_vkf_row(const std::string& name, const std::vector<int64_t>& s, bool big, vkf::DType dtype,
+                 std::function<void(benchmark::State&)> fn) {
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), std::move(fn))
+                ->Args(s)
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
+  if (big) b->Iterations(1);
+  std::string full = name;
+  for (int64_t a : s) full.append("/").append(std::to_string(a));
+  vkf_rows().push_back(
+      {{s[0], s[1], s[2], s[3], dtype}, full + (big ? "/iterations:1" : "") + "/real_time"});
+}
+
 void register_all() {
   // The shapes (and which get f16 rows) are bench/suite/shapes.h's, shared with `vkf bench`.
+  const std::vector<const vkf::ops::MatmulConfig*> coopmats = coopmat_rows();
+  const std::vector<uint32_t> diagnostics = khr_diagnostics();
   for (const vkf::bench::MatmulShape& shape : vkf::bench::matmul_shapes()) {
     const std::vector<int64_t> s = {shape.m, shape.n, shape.k, int64_t(shape.form)};
     // Large shapes take seconds a call on a CPU device: one timed call each there (OpenBLAS
@@ -413,38 +431,15 @@ void register_all() {
           !vkf::bench::f16_by_default(shape))
         continue;
       const std::string name = std::string("vkf_matmul_") + vkf::dtype_name(dtype);
-      auto* v = benchmark::RegisterBenchmark(
-                    name.c_str(), [dtype](benchmark::State& state) { bm_vkf(state, dtype); })
-                    ->Args(s)
-                    ->UseRealTime()
-                    ->Unit(benchmark::kMillisecond);
-      if (big) v->Iterations(1);
-      // The name Google Benchmark gives the row (for --benchmark_filter, see selected()).
-      std::string full = name;
-      for (int64_t a : s) full.append("/").append(std::to_string(a));
-      vkf_rows().push_back(
-          {{s[0], s[1], s[2], s[3], dtype}, full + (big ? "/iterations:1" : "") + "/real_time"});
+      add_vkf_row(name, s, big, dtype, [dtype](benchmark::State& st) { bm_vkf(st, dtype); });
       if (dtype != vkf::DType::f16) continue;
-      for (const vkf::ops::MatmulConfig* row : coopmat_rows()) {
+      for (const vkf::ops::MatmulConfig* row : coopmats) {
         std::vector<uint32_t> variants = {0};
-        if (row->khr)
-          for (uint32_t bits : khr_diagnostics()) variants.push_back(bits);
-        for (uint32_t diag : variants) {
-          const std::string cname =
-              name + "_" + row->name + (diag ? "_diag" + std::to_string(diag) : "");
-          auto* r = benchmark::RegisterBenchmark(cname.c_str(),
-                                                 [row, diag](benchmark::State& state) {
-                                                   bm_vkf(state, vkf::DType::f16, row, diag);
-                                                 })
-                        ->Args(s)
-                        ->UseRealTime()
-                        ->Unit(benchmark::kMillisecond);
-          if (big) r->Iterations(1);
-          std::string cfull = cname;
-          for (int64_t a : s) cfull.append("/").append(std::to_string(a));
-          vkf_rows().push_back({{s[0], s[1], s[2], s[3], dtype},
-                                cfull + (big ? "/iterations:1" : "") + "/real_time"});
-        }
+        if (row->khr) variants.insert(variants.end(), diagnostics.begin(), diagnostics.end());
+        for (uint32_t diag : variants)
+          add_vkf_row(
+              name + "_" + row->name + (diag ? "_diag" + std::to_string(diag) : ""), s, big, dtype,
+              [row, diag](benchmark::State& st) { bm_vkf(st, vkf::DType::f16, row, diag); });
       }
     }
   }
