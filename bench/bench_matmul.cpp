@@ -27,7 +27,8 @@
 //                                                 (vkf_matmul_f16_<row>_diag<bits>; results
 //                                                 wrong, timing only; MatmulArgs::
 //                                                 khr_diagnostic): 1 no global reads, 2 no
-//                                                 barriers or staging, 3 neither
+//                                                 barriers or staging, 3 neither, 4 (with 2)
+//                                                 no fragment loads either: the products alone
 //
 // Rows: openblas_sgemm, vkf_matmul_f32 and vkf_matmul_f16 (fp16 storage, fp32 arithmetic), with
 // arguments m/n/k/form. Counters: GFLOP/s (2 m n k per call); on the vkf rows ratio_openblas =
@@ -161,12 +162,12 @@ std::vector<std::string> env_words(const char* name) {
   return words;
 }
 
-// VKF_BENCH_KHR_DIAG's bit sets (1..3; anything else throws).
+// VKF_BENCH_KHR_DIAG's bit sets (1..7; anything else throws).
 std::vector<uint32_t> khr_diagnostics() {
   std::vector<uint32_t> bits;
   for (const std::string& word : env_words("VKF_BENCH_KHR_DIAG")) {
-    if (word != "1" && word != "2" && word != "3")
-      throw std::runtime_error("VKF_BENCH_KHR_DIAG: '" + word + "' is not 1, 2 or 3");
+    if (word.size() != 1 || word[0] < '1' || word[0] > '7')
+      throw std::runtime_error("VKF_BENCH_KHR_DIAG: '" + word + "' is not a bit set from 1 to 7");
     bits.push_back(uint32_t(std::stoul(word)));
   }
   return bits;

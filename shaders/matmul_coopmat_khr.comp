@@ -33,6 +33,7 @@
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint BM = 128;
@@ -55,9 +56,12 @@ layout(constant_id = 11) const uint READ_C = 0;  // beta != 0
 layout(constant_id = 15) const uint WG = 128;
 // Benchmarks only (MatmulArgs::khr_diagnostic; the results are then wrong): bit 0 drops the
 // k-loop's global reads (every step re-stages the first step's tiles), bit 1 its barriers and
-// staging (every step multiplies the first step's tiles). Timing the kernel with each part
-// removed says which part sets its pace on a driver no profiler reaches. 0 everywhere else.
+// staging (every step multiplies the first step's tiles), bit 2 the fragment loads as well (the
+// first fragments, loaded once, are multiplied every time; implies bit 1). Timing the kernel with
+// each part removed says which part sets its pace on a driver no profiler reaches. 0 everywhere
+// else.
 layout(constant_id = 16) const uint DIAG = 0;
+const bool DIAG_NO_STAGING = (DIAG & 6) != 0, DIAG_NO_FRAGMENT_LOADS = (DIAG & 4) != 0;
 
 #include "coopmat_khr_fragment.glsl"
 
@@ -116,7 +120,7 @@ uvec4 pack8(float16_t h[8]) {
     const uint at = base + row * (LD) + col;                                 \
     if ((VEC & VEC_BIT) != 0 && col + 8 <= cols) return buf8[at / 8];        \
     float16_t h[8];                                                          \
-    for (uint e = 0; e < 8; ++e) {                                           \
+    [[unroll]] for (uint e = 0; e < 8; ++e) {                                           \
       h[e] = float16_t(0.0);                                                 \
       if (col + e < cols) h[e] = buf[at + e];                                \
     }                                                                        \
@@ -131,14 +135,14 @@ READ_RUN(read_b, b, b8, 2, p.ldb)
 // registers; a data-dependent exit could leave them indexed at run time, which puts an array
 // in local memory on some compilers (NVIDIA's among them).
 void load_tiles(uint k0, uint m0, uint n0, uint base_a, uint base_b) {
-  for (uint j = 0; j < A_PER; ++j) {
+  [[unroll]] for (uint j = 0; j < A_PER; ++j) {
     const uint v = gl_LocalInvocationID.x + j * WG;
     if (A_VECS % WG != 0 && v >= A_VECS) break;
     const uint o = v / A_RUNS, i = (v % A_RUNS) * 8;
     ra[j] = TRANS_A != 0 ? read_a(base_a, k0 + o, m0 + i, p.k, p.m)
                          : read_a(base_a, m0 + o, k0 + i, p.m, p.k);
   }
-  for (uint j = 0; j < B_PER; ++j) {
+  [[unroll]] for (uint j = 0; j < B_PER; ++j) {
     const uint v = gl_LocalInvocationID.x + j * WG;
     if (B_VECS % WG != 0 && v >= B_VECS) break;
     const uint o = v / B_RUNS, i = (v % B_RUNS) * 8;
@@ -148,17 +152,36 @@ void load_tiles(uint k0, uint m0, uint n0, uint base_a, uint base_b) {
 }
 
 void store_tiles() {
-  for (uint j = 0; j < A_PER; ++j) {
+  [[unroll]] for (uint j = 0; j < A_PER; ++j) {
     const uint v = gl_LocalInvocationID.x + j * WG;
     if (A_VECS % WG != 0 && v >= A_VECS) break;
     smem[A_OFF + (v / A_RUNS) * A_LDV + v % A_RUNS] = ra[j];
   }
-  for (uint j = 0; j < B_PER; ++j) {
+  [[unroll]] for (uint j = 0; j < B_PER; ++j) {
     const uint v = gl_LocalInvocationID.x + j * WG;
     if (B_VECS % WG != 0 && v >= B_VECS) break;
     smem[B_OFF + (v / B_RUNS) * B_LDV + v % B_RUNS] = rb[j];
   }
 }
+
+// This subgroup's operand fragments fa[FM], fb[FN] for the k-offset kk of the staged tiles: rows
+// wm0.. of op(A), columns wn0.. of op(B). A macro, not a function, so that no copy of the
+// fragment arrays stands between the loads and the products.
+#define LOAD_FRAGMENTS(fa, fb, wm0, wn0, kk)                                  \
+  [[unroll]] for (uint i_ = 0; i_ < FM; ++i_) {                               \
+    const uint r_ = (wm0) + i_ * FRAG_M;                                      \
+    if (TRANS_A != 0)                                                         \
+      FRAG_LOAD_COL(fa[i_], A_OFF + (kk) * A_LDV + r_ / 8, A_LDV);            \
+    else                                                                      \
+      FRAG_LOAD_ROW(fa[i_], A_OFF + r_ * A_LDV + (kk) / 8, A_LDV);            \
+  }                                                                           \
+  [[unroll]] for (uint j_ = 0; j_ < FN; ++j_) {                               \
+    const uint c_ = (wn0) + j_ * FRAG_N;                                      \
+    if (TRANS_B != 0)                                                         \
+      FRAG_LOAD_COL(fb[j_], B_OFF + c_ * B_LDV + (kk) / 8, B_LDV);            \
+    else                                                                      \
+      FRAG_LOAD_ROW(fb[j_], B_OFF + (kk) * B_LDV + c_ / 8, B_LDV);            \
+  }
 
 void main() {
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
@@ -168,37 +191,29 @@ void main() {
   const uint wm0 = (sg / SG_COLS) * WM, wn0 = (sg % SG_COLS) * WN;  // this subgroup's block
 
   FRAG_ACC acc[FM][FN];
-  for (uint i = 0; i < FM; ++i)
-    for (uint j = 0; j < FN; ++j) FRAG_ZERO(acc[i][j]);
+  [[unroll]] for (uint i = 0; i < FM; ++i)
+    [[unroll]] for (uint j = 0; j < FN; ++j) FRAG_ZERO(acc[i][j]);
 
   load_tiles(0, m0, n0, base_a, base_b);
   store_tiles();
   barrier();
+  FRAG_A fa[FM];
+  FRAG_B fb[FN];
+  if (DIAG_NO_FRAGMENT_LOADS) {
+    LOAD_FRAGMENTS(fa, fb, wm0, wn0, 0)
+  }
   for (uint k0 = 0; k0 < p.k; k0 += BK) {
     // Uniform across the workgroup, so the barriers below are too.
     const bool more = k0 + BK < p.k;
     if (more && (DIAG & 1) == 0) load_tiles(k0 + BK, m0, n0, base_a, base_b);
-    for (uint kk = 0; kk < BK; kk += FRAG_K) {
-      FRAG_A fa[FM];
-      FRAG_B fb[FN];
-      for (uint i = 0; i < FM; ++i) {
-        const uint r = wm0 + i * FRAG_M;
-        if (TRANS_A != 0)
-          FRAG_LOAD_COL(fa[i], A_OFF + kk * A_LDV + r / 8, A_LDV);
-        else
-          FRAG_LOAD_ROW(fa[i], A_OFF + r * A_LDV + kk / 8, A_LDV);
+    [[unroll]] for (uint kk = 0; kk < BK; kk += FRAG_K) {
+      if (!DIAG_NO_FRAGMENT_LOADS) {
+        LOAD_FRAGMENTS(fa, fb, wm0, wn0, kk)
       }
-      for (uint j = 0; j < FN; ++j) {
-        const uint col = wn0 + j * FRAG_N;
-        if (TRANS_B != 0)
-          FRAG_LOAD_COL(fb[j], B_OFF + col * B_LDV + kk / 8, B_LDV);
-        else
-          FRAG_LOAD_ROW(fb[j], B_OFF + kk * B_LDV + col / 8, B_LDV);
-      }
-      for (uint i = 0; i < FM; ++i)
-        for (uint j = 0; j < FN; ++j) FRAG_MUL_ADD(acc[i][j], fa[i], fb[j]);
+      [[unroll]] for (uint i = 0; i < FM; ++i)
+        [[unroll]] for (uint j = 0; j < FN; ++j) FRAG_MUL_ADD(acc[i][j], fa[i], fb[j]);
     }
-    if ((DIAG & 2) == 0) {
+    if (!DIAG_NO_STAGING) {
       barrier();  // every subgroup is done with the tiles
       if (more) {
         store_tiles();
@@ -206,14 +221,14 @@ void main() {
       }
     }
   }
-  if ((DIAG & 2) != 0) barrier();  // the scratch below aliases the tiles
+  if (DIAG_NO_STAGING) barrier();  // the scratch below aliases the tiles
 
   // Epilogue, one row of fragments at a time through this subgroup's scratch (which aliases the
   // tiles: the loop ended with a barrier). Lane l takes runs l, l + S, ... of 8 columns.
   const uint scr = sg * SCR_SG;
   const uint RUNS = WN / 8;
-  for (uint i = 0; i < FM; ++i) {
-    for (uint j = 0; j < FN; ++j) FRAG_STORE(acc[i][j], scr + j * (FRAG_N / 4), SCR_LD);
+  [[unroll]] for (uint i = 0; i < FM; ++i) {
+    [[unroll]] for (uint j = 0; j < FN; ++j) FRAG_STORE(acc[i][j], scr + j * (FRAG_N / 4), SCR_LD);
     SG_BARRIER();  // the stores' elements belong to other lanes
     for (uint q = SG_LANE; q < FRAG_M * RUNS; q += SG_SIZE) {
       const uint row = m0 + wm0 + i * FRAG_M + q / RUNS, col = n0 + wn0 + (q % RUNS) * 8;
@@ -229,7 +244,7 @@ void main() {
       if (READ_C != 0) {
         if ((VEC & 4) != 0 && valid == 8) {
           const uvec4 w = c8[ci / 8];
-          for (uint e = 0; e < 4; ++e) {
+          [[unroll]] for (uint e = 0; e < 4; ++e) {
             const vec2 h = vec2(unpackFloat2x16(w[e]));
             v[2 * e] = p.alpha * v[2 * e] + p.beta * h.x;
             v[2 * e + 1] = p.alpha * v[2 * e + 1] + p.beta * h.y;
@@ -238,16 +253,16 @@ void main() {
           for (uint e = 0; e < valid; ++e) v[e] = p.alpha * v[e] + p.beta * float(c[ci + e]);
         }
       } else {
-        for (uint e = 0; e < 8; ++e) v[e] *= p.alpha;
+        [[unroll]] for (uint e = 0; e < 8; ++e) v[e] *= p.alpha;
       }
       if (EPILOGUE == 1 || EPILOGUE == 2)
         for (uint e = 0; e < valid; ++e) v[e] += float(x[col + e]);
       if (EPILOGUE == 2)
-        for (uint e = 0; e < 8; ++e) v[e] = max(v[e], 0.0);
+        [[unroll]] for (uint e = 0; e < 8; ++e) v[e] = max(v[e], 0.0);
       if (EPILOGUE == 3) {
         if ((VEC & 8) != 0 && valid == 8) {
           const uvec4 w = x8[ci / 8];
-          for (uint e = 0; e < 4; ++e) {
+          [[unroll]] for (uint e = 0; e < 4; ++e) {
             const vec2 h = vec2(unpackFloat2x16(w[e]));
             v[2 * e] += h.x;
             v[2 * e + 1] += h.y;
@@ -258,7 +273,7 @@ void main() {
       }
       if ((VEC & 4) != 0 && valid == 8) {
         float16_t h[8];
-        for (uint e = 0; e < 8; ++e) h[e] = float16_t(v[e]);
+        [[unroll]] for (uint e = 0; e < 8; ++e) h[e] = float16_t(v[e]);
         c8[ci / 8] = pack8(h);
       } else {
         for (uint e = 0; e < valid; ++e) c[ci + e] = float16_t(v[e]);

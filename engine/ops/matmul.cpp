@@ -108,8 +108,8 @@ void check_config(const Device& dev, const MatmulArgs& args, const MatmulConfig&
   if (args.emulate_coopmat && !cfg.coopmat)
     throw Error(shape_of(args) + ": emulate_coopmat applies to coopmat rows, not '" + cfg.name +
                 "'");
-  if (args.khr_diagnostic != 0 && (!cfg.khr || args.khr_diagnostic > 3))
-    throw Error(shape_of(args) + ": khr_diagnostic (bits 0 and 1) applies to KHR rows, not '" +
+  if (args.khr_diagnostic != 0 && (!cfg.khr || args.khr_diagnostic > 7))
+    throw Error(shape_of(args) + ": khr_diagnostic (bits 0 to 2) applies to KHR rows, not '" +
                 cfg.name + "' with " + std::to_string(args.khr_diagnostic));
   const bool emulated = args.emulate_coopmat;
   if (cfg.coopmat && !cfg.khr && !emulated && !matmul_coopmat_built())

@@ -47,7 +47,8 @@ struct MatmulArgs {
   bool emulate_coopmat = false;
   // For a KHR row only (benchmarks): drop parts of the kernel's k-loop to time the rest, the
   // results then wrong (shaders/matmul_coopmat_khr.comp, DIAG): bit 0 the global reads, bit 1
-  // the barriers and staging. 0 = the kernel as it is.
+  // the barriers and staging, bit 2 the fragment loads too (the first fragments are multiplied
+  // every time). 0 = the kernel as it is.
   uint32_t khr_diagnostic = 0;
   // Read A and B through uniform texel buffers (shaders/matmul.comp, VKF_TEXEL) rather than
   // storage buffers. The views need A's and B's offsets aligned to

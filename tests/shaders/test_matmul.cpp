@@ -389,17 +389,22 @@ VKF_TEST_CASE("matmul: the KHR kernel's diagnostic bits multiply the first k-ste
   const ops::MatmulConfig& cfg = ops::matmul_config("khr_coopmat_64");
   if (const std::string why = ops::matmul_config_misfit(cfg, dev.info(), true); !why.empty())
     VKF_SKIP("not run emulated: " << dev.label() << ": " << why);
-  const uint32_t m = 50, n = 40, k = 3 * cfg.bk;  // A B^T, edges in m and n
+  const uint32_t steps = 3, m = 50, n = 40, k = steps * cfg.bk;  // A B^T, edges in m and n
   const auto a = stored(test::random_floats(uint64_t(m) * k, 5), DType::f16);
   const auto b = stored(test::random_floats(uint64_t(n) * k, 6), DType::f16);
-  std::vector<double> want(uint64_t(m) * n), scale(uint64_t(m) * n);
-  for (uint32_t i = 0; i < m; ++i)
-    for (uint32_t j = 0; j < n; ++j)
-      for (uint32_t q = 0; q < cfg.bk; ++q) {
-        const double t = double(a[uint64_t(i) * k + q]) * b[uint64_t(j) * k + q];
-        want[uint64_t(i) * n + j] += 3 * t;
-        scale[uint64_t(i) * n + j] += 3 * std::fabs(t);
-      }
+  // Bits 1-3: every k-step multiplies the first step's tiles (steps times their product). Bit 4:
+  // every fragment product multiplies the first fragments, k / fragment_k times.
+  auto reference = [&](uint32_t depth, double times, std::vector<double>& want,
+                       std::vector<double>& scale) {
+    want.assign(uint64_t(m) * n, 0.0), scale.assign(uint64_t(m) * n, 0.0);
+    for (uint32_t i = 0; i < m; ++i)
+      for (uint32_t j = 0; j < n; ++j)
+        for (uint32_t q = 0; q < depth; ++q) {
+          const double t = double(a[uint64_t(i) * k + q]) * b[uint64_t(j) * k + q];
+          want[uint64_t(i) * n + j] += times * t;
+          scale[uint64_t(i) * n + j] += times * std::fabs(t);
+        }
+  };
   Buffer ba = dev.allocate(a.size() * 2, "A"), bb = dev.allocate(b.size() * 2, "B");
   Buffer bc = dev.allocate(uint64_t(m) * n * 2, "C");
   upload(dev, ba, a, DType::f16);
@@ -407,8 +412,15 @@ VKF_TEST_CASE("matmul: the KHR kernel's diagnostic bits multiply the first k-ste
   // The emulated twin everywhere, the real kernel where the device and build run it.
   const bool real = ops::matmul_coopmat_khr_built() && ops::matmul_config_fits(cfg, dev.info());
   for (const bool emulated : {true, false})
-    for (uint32_t bits : {1u, 2u, 3u}) {
+    for (uint32_t bits = 1; bits <= 7; ++bits) {
       if (!emulated && !real) continue;
+      // The emulated twin's fragments are 16 deep; the real kernel's, the shape it runs on.
+      const uint32_t fragment_k = emulated ? 16 : ops::khr_coopmat_shape(cfg, dev.info())->k;
+      std::vector<double> want, scale;
+      if (bits & 4)
+        reference(fragment_k, double(k / fragment_k), want, scale);
+      else
+        reference(cfg.bk, steps, want, scale);
       INFO("diagnostic " << bits << (emulated ? ", emulated fragments" : ", KHR fragments"));
       upload(dev, bc, std::vector<float>(uint64_t(m) * n, -65504.0f), DType::f16);
       ops::MatmulArgs args;
@@ -435,7 +447,7 @@ VKF_TEST_CASE("matmul: the KHR kernel's diagnostic bits multiply the first k-ste
   Recorder rec(dev);
   CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("applies to KHR rows"));
   args.config = &cfg;
-  args.khr_diagnostic = 4;
+  args.khr_diagnostic = 8;
   CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("applies to KHR rows"));
 }
 
