@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -142,45 +143,87 @@ const std::atomic<bool>& install_stop_handler() {
 
 namespace {
 
-// Passes everything to std::cout's own buffer (stdio's stdout) and keeps the errno of the first
-// write or flush that failed.
-class ErrnoKeepingBuffer : public std::streambuf {
+// std::cout's buffer: writes to file descriptor 1 itself and keeps the errno of the first write
+// that failed. Not through stdio's stdout, whose buffer anything in the process may flush (a
+// driver's teardown does, on NVIDIA's): a failure there loses its errno and the data before
+// finish_standard_output() can see either. stdio's own buffer is flushed before each write here,
+// so that anything printed through it comes out first, in order. Line-buffered on a terminal,
+// like stdio.
+class StandardOutput : public std::streambuf {
  public:
-  explicit ErrnoKeepingBuffer(std::streambuf* inner) : inner_(inner) {}
+  StandardOutput() : terminal_(isatty(STDOUT_FILENO) == 1) {
+    setp(buffer_, buffer_ + sizeof buffer_);
+  }
+  bool failed() const { return failed_; }
   int first_errno() const { return first_errno_; }
 
  protected:
   int_type overflow(int_type c) override {
+    if (!drain()) return traits_type::eof();
     if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
-    return keep(inner_->sputc(traits_type::to_char_type(c)) == traits_type::eof())
-               ? traits_type::eof()
-               : c;
+    *pptr() = traits_type::to_char_type(c);
+    pbump(1);
+    if (terminal_ && c == '\n' && !drain()) return traits_type::eof();
+    return c;
   }
   std::streamsize xsputn(const char* s, std::streamsize n) override {
-    const std::streamsize written = inner_->sputn(s, n);
-    keep(written < n);
+    const std::streamsize written = std::streambuf::xsputn(s, n);
+    if (terminal_ && written > 0 && std::memchr(s, '\n', size_t(written)) && !drain()) return 0;
     return written;
   }
-  int sync() override { return keep(inner_->pubsync() != 0) ? -1 : 0; }
+  int sync() override { return drain() ? 0 : -1; }
 
  private:
-  bool keep(bool failed) {
-    if (failed && first_errno_ == 0) first_errno_ = errno;
-    return failed;
+  // Writes out what is buffered; false (and the cause kept) once any write has failed. The
+  // buffer is emptied either way: what could not be written is lost, and said to be.
+  bool drain() {
+    const char* at = pbase();
+    const char* end = pptr();
+    setp(buffer_, buffer_ + sizeof buffer_);
+    if (std::fflush(stdout) != 0) fail(errno);
+    while (!failed_ && at < end) {
+      const ssize_t n = ::write(STDOUT_FILENO, at, size_t(end - at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        fail(n < 0 ? errno : EIO);
+      else
+        at += n;
+    }
+    return !failed_;
   }
-  std::streambuf* inner_;
+  void fail(int err) {
+    if (!failed_) first_errno_ = err;
+    failed_ = true;
+  }
+  char buffer_[1 << 16];
+  bool terminal_;
+  bool failed_ = false;
   int first_errno_ = 0;
 };
 
-ErrnoKeepingBuffer* g_stdout_buffer = nullptr;
+StandardOutput* g_stdout_buffer = nullptr;
 
 }  // namespace
 
 void watch_standard_output() {
   if (g_stdout_buffer) return;
   // Never destroyed: std::cout is flushed at exit, after function-local statics are gone.
-  g_stdout_buffer = new ErrnoKeepingBuffer(std::cout.rdbuf());
+  g_stdout_buffer = new StandardOutput;
   std::cout.rdbuf(g_stdout_buffer);
+}
+
+void print(const char* format, ...) {
+  va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  if (n > 0) {
+    std::string text(size_t(n) + 1, '\0');
+    std::vsnprintf(text.data(), text.size(), format, again);
+    std::cout.write(text.data(), n);
+  }
+  va_end(again);
 }
 
 void finish_standard_output() {
@@ -188,9 +231,10 @@ void finish_standard_output() {
   std::cout.flush();
   const bool stream_failed = !std::cout;
   const int flush_failed = std::fflush(stdout);
-  int err = errno;
-  if (err == 0 && g_stdout_buffer) err = g_stdout_buffer->first_errno();
-  if (stream_failed || flush_failed != 0 || std::ferror(stdout))
+  int err = g_stdout_buffer && g_stdout_buffer->failed() ? g_stdout_buffer->first_errno() : 0;
+  if (err == 0 && flush_failed != 0) err = errno;
+  if (stream_failed || flush_failed != 0 || std::ferror(stdout) ||
+      (g_stdout_buffer && g_stdout_buffer->failed()))
     throw Error(std::string("writing to standard output failed") +
                 (err ? std::string(": ") + std::strerror(err) : std::string()) +
                 "; the output is incomplete");

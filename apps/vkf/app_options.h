@@ -37,13 +37,17 @@ std::unique_ptr<Device> open_device(const std::string& selector);
 // (exit status 130), saying so.
 const std::atomic<bool>& install_stop_handler();
 
-// Routes std::cout through a buffer that remembers why its first write failed (errno), which
-// is lost once the stream has failed: writing to std::cerr flushes std::cout first, so a full
-// disk can make a warning's flush the write that fails. main() calls it before any command.
+// Routes std::cout through a buffer of its own that writes to file descriptor 1 and remembers
+// why its first write failed (errno), which stdio loses once a stream has failed: writing to
+// std::cerr flushes std::cout first, and a driver may flush stdio's stdout, so a full disk can
+// fail a write far from the command's output. main() calls it before any command; commands
+// write their output through std::cout.
 void watch_standard_output();
 // Flushes standard output and throws vkf::Error, naming the cause where known, when anything
 // written to it was lost (a full disk, a closed pipe reader, /dev/full). main() calls it after
 // every command.
 void finish_standard_output();
+// printf to std::cout, so that formatted output takes the same path as the rest.
+void print(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 }  // namespace vkf::app

@@ -31,8 +31,8 @@ int run_average(const AverageArgs& a) {
   }
   model::Checkpoint avg = model::average_checkpoints(paths);
   model::save_checkpoint(a.out, avg.config, model::ParamLayout(avg.config), avg.params, avg.step);
-  std::printf("averaged %zu checkpoints into %s:\n", paths.size(), a.out.c_str());
-  for (const auto& p : paths) std::printf("  %s\n", p.c_str());
+  print("averaged %zu checkpoints into %s:\n", paths.size(), a.out.c_str());
+  for (const auto& p : paths) print("  %s\n", p.c_str());
   return 0;
 }
 

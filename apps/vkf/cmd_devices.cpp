@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "apps/tool_env/tool_env.h"
+#include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
 #include "engine/engine.h"
 #include "engine/ops/basic.h"
@@ -33,8 +34,8 @@ int self_check(const std::string& selector) {
   double worst = 0;
   for (uint32_t i = 0; i < n; ++i)
     worst = std::max(worst, double(std::fabs(got[i] - (0.5f * x[i] + y[i]))));
-  std::printf("self-check on %s: axpy over %u elements, max error %.3g: %s\n", dev->label().c_str(),
-              n, worst, worst < 1e-6 ? "ok" : "FAILED");
+  print("self-check on %s: axpy over %u elements, max error %.3g: %s\n", dev->label().c_str(), n,
+        worst, worst < 1e-6 ? "ok" : "FAILED");
   return worst < 1e-6 ? 0 : 1;
 }
 

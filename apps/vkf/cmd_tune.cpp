@@ -157,15 +157,14 @@ int run_tune(const TuneArgs& a) {
   const TuningFile& f = report.file;
   write_tuning_file(out, f);
 
-  std::printf("%-13s %-28s %-16s %-24s %9s  %-34s %9s %8s %s\n", "family", "class", "shape",
-              "default", "ms", "tuned", "ms", "speed-up", "(tried, rejected, untried)");
+  print("%-13s %-28s %-16s %-24s %9s  %-34s %9s %8s %s\n", "family", "class", "shape", "default",
+        "ms", "tuned", "ms", "speed-up", "(tried, rejected, untried)");
   auto row = [](const char* family, const auto& t, const std::string& shape,
                 const std::string& tuned) {
-    std::printf("%-13s %-28s %-16s %-24s %9.3f  %-34s %9.3f %7.2fx (%u, %zu, %u)\n", family,
-                t.shape_class.c_str(), shape.c_str(), t.default_name.c_str(),
-                t.default_seconds * 1e3, tuned.c_str(), t.seconds * 1e3,
-                t.seconds > 0 ? t.default_seconds / t.seconds : 0.0, t.tried, t.rejected.size(),
-                t.untried);
+    print("%-13s %-28s %-16s %-24s %9.3f  %-34s %9.3f %7.2fx (%u, %zu, %u)\n", family,
+          t.shape_class.c_str(), shape.c_str(), t.default_name.c_str(), t.default_seconds * 1e3,
+          tuned.c_str(), t.seconds * 1e3, t.seconds > 0 ? t.default_seconds / t.seconds : 0.0,
+          t.tried, t.rejected.size(), t.untried);
   };
   for (const TunedMatmul& t : f.matmul) row("matmul", t, dims(t.shape), t.config.describe());
   for (const TunedAttention& t : f.attention)
@@ -187,7 +186,7 @@ int run_tune(const TuneArgs& a) {
   auto rejected = [](const auto& entries) {
     for (const auto& t : entries)
       for (const auto& [cfg, why] : t.rejected)
-        std::printf("rejected for %s: %s: %s\n", t.shape_class.c_str(), cfg.c_str(), why.c_str());
+        print("rejected for %s: %s: %s\n", t.shape_class.c_str(), cfg.c_str(), why.c_str());
   };
   rejected(f.matmul);
   rejected(f.attention);
@@ -196,13 +195,12 @@ int run_tune(const TuneArgs& a) {
   rejected(f.topk);
   rejected(f.adam);
   if (report.untried || !report.skipped.empty()) {
-    std::printf("budget spent: %u candidates left untried", report.untried);
+    print("budget spent: %u candidates left untried", report.untried);
     if (!report.skipped.empty()) {
-      std::printf("; %zu shape classes not searched (they keep the defaults):",
-                  report.skipped.size());
-      for (const std::string& s : report.skipped) std::printf(" %s;", s.c_str());
+      print("; %zu shape classes not searched (they keep the defaults):", report.skipped.size());
+      for (const std::string& s : report.skipped) print(" %s;", s.c_str());
     }
-    std::printf(" (a larger --budget searches further)\n");
+    print(" (a larger --budget searches further)\n");
   }
   std::cerr << "vkf tune: wrote " << out << "\n";
   return 0;

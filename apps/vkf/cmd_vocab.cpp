@@ -44,9 +44,9 @@ void print_granularity(const model::Tokenizer& tok, const std::string& path) {
     pieces += int64_t(tok.encode(line).size());
   }
   if (lines == 0 || words == 0) return;
-  std::printf("  %s: %.1f pieces per line, %.2f pieces per word (first %lld lines)\n", path.c_str(),
-              double(pieces) / double(lines), double(pieces) / double(words),
-              static_cast<long long>(lines));
+  print("  %s: %.1f pieces per line, %.2f pieces per word (first %lld lines)\n", path.c_str(),
+        double(pieces) / double(lines), double(pieces) / double(words),
+        static_cast<long long>(lines));
 }
 
 int train(VocabArgs& args) {
@@ -60,10 +60,10 @@ int train(VocabArgs& args) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto tok = model::Tokenizer::load(args.out);
   const auto& ids = tok.ids();
-  std::printf("trained %s in %.1f s: %d pieces (pad %d, unk %d, bos %d, eos %d), seed %u\n",
-              args.out.c_str(), seconds, tok.vocab_size(), ids.pad, ids.unk, ids.bos, ids.eos,
-              args.train.seed);
-  std::printf("  sha256 %s\n", tok.sha256().c_str());
+  print("trained %s in %.1f s: %d pieces (pad %d, unk %d, bos %d, eos %d), seed %u\n",
+        args.out.c_str(), seconds, tok.vocab_size(), ids.pad, ids.unk, ids.bos, ids.eos,
+        args.train.seed);
+  print("  sha256 %s\n", tok.sha256().c_str());
   for (const auto& path : args.train_sets) print_granularity(tok, path);
   return 0;
 }
