@@ -1,17 +1,35 @@
 #define CATCH_CONFIG_RUNNER
 #include "tests/support/vk_test.h"
 
+#include <execinfo.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 #include "apps/tool_env/tool_env.h"
 
 namespace vkf::test {
 
+// The shared instance and device live until main() releases them (release_shared), not until
+// static destruction: by then a layer or driver may have torn down state of its own that was
+// set up after them (NVIDIA's driver under the validation layer crashed there).
+namespace {
+std::shared_ptr<Instance> g_instance;
+std::unique_ptr<Device> g_device;
+
+void release_shared() {
+  g_device.reset();
+  g_instance.reset();
+}
+}  // namespace
+
 std::shared_ptr<Instance> instance() {
-  static std::shared_ptr<Instance> inst = std::make_shared<Instance>(tool::instance_options());
-  return inst;
+  if (!g_instance) g_instance = std::make_shared<Instance>(tool::instance_options());
+  return g_instance;
 }
 
 static DeviceOptions test_options(DeviceOptions o) {
@@ -20,8 +38,8 @@ static DeviceOptions test_options(DeviceOptions o) {
 }
 
 Device& device() {
-  static std::unique_ptr<Device> dev = Device::create(instance(), test_options({}));
-  return *dev;
+  if (!g_device) g_device = Device::create(instance(), test_options({}));
+  return *g_device;
 }
 
 std::unique_ptr<Device> new_device(const DeviceOptions& options) {
@@ -61,9 +79,44 @@ double tolerance_ratio(const std::vector<float>& got, const std::vector<double>&
 // instance exists, whichever test comes first. Commands the tests start inherit them, and
 // VKF_TUNE=off: a `vkf train` in a test neither tunes nor reads a tuning file unless the test
 // asks (--tune).
+namespace {
+
+// A crash names itself and where it happened, before the default action ends the process: a test
+// program that dies after Catch's summary (in a driver's exit handlers, say) otherwise leaves
+// only an exit status. Only async-signal-safe calls here (backtrace is primed in main).
+void report_fatal_signal(int sig) {
+  const char* name = strsignal(sig);
+  const char head[] = "\nvkf tests: fatal signal: ";
+  (void)!write(STDERR_FILENO, head, sizeof head - 1);
+  (void)!write(STDERR_FILENO, name, std::strlen(name));
+  (void)!write(STDERR_FILENO, "\n", 1);
+  void* frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), STDERR_FILENO);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  void* prime[1];
+  backtrace(prime, 1);  // loads libgcc now, not inside the handler
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)  // theirs report better
+#if defined(__has_feature)
+#if !__has_feature(address_sanitizer) && !__has_feature(thread_sanitizer)
+#define VKF_TESTS_REPORT_SIGNALS 1
+#endif
+#else
+#define VKF_TESTS_REPORT_SIGNALS 1
+#endif
+#endif
+#ifdef VKF_TESTS_REPORT_SIGNALS
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, report_fatal_signal);
+#endif
   setenv("VKF_CACHE_DIR", VKF_BINARY_DIR "/test-cache", 0);
   setenv("VKF_TUNE", "off", 0);
   vkf::tool::configure_cpu_driver();
-  return Catch::Session().run(argc, argv);
+  const int failures = Catch::Session().run(argc, argv);
+  vkf::test::release_shared();
+  return failures;
 }
