@@ -37,7 +37,7 @@ json config_json(const ops::MatmulConfig& c) {
             {"bk", c.bk},           {"tm", c.tm},
             {"tn", c.tn},           {"shared", c.shared},
             {"coopmat", c.coopmat}, {"khr", c.khr},
-            {"texel", nullptr}};
+            {"stages", c.stages},   {"texel", nullptr}};
   if (c.texel) j["texel"] = *c.texel;
   return j;
 }
@@ -54,12 +54,16 @@ ops::MatmulConfig config_of(const json& j) {
   c.shared = j.at("shared").get<bool>();
   c.coopmat = j.at("coopmat").get<bool>();
   c.khr = j.at("khr").get<bool>();
+  c.stages = j.value("stages", 1u);  // files from before stages were one
   if (!j.at("texel").is_null()) c.texel = j.at("texel").get<bool>();
   // Values the kernel divides by or sizes arrays with: a hand-edited zero must not reach it.
   if (!c.workgroup || !c.bm || !c.bn || !c.bk || !c.tm || !c.tn || c.bm % c.tm || c.bn % c.tn)
     throw Error("configuration '" + c.name +
                 "' has a zero size or a tile not a multiple of its "
                 "block");
+  if (c.stages < 1 || c.stages > 2 || (c.stages == 2 && !c.khr))
+    throw Error("configuration '" + c.name + "' has " + std::to_string(c.stages) +
+                " stages (1, or 2 on a KHR row)");
   return c;
 }
 

@@ -17,23 +17,39 @@
 //   consecutive rows start 16 bytes further round the banks, so the 8 rows a fragment load reads
 //   at once hit distinct banks;
 // - the next k-step's tiles are read from global memory into registers before the products of
-//   the current one, so their latency hides behind the tensor-core work (one buffer of shared
-//   memory, two barriers a step);
+//   the current one, so their latency hides behind the tensor-core work; with one buffer of
+//   shared memory they are stored after the products, between two barriers, with two
+//   (STAGES = 2) into the other buffer, before the step's one barrier;
+// - every loop with a constant trip count is [[unroll]]: NVIDIA's compiler left the fragment
+//   loops (trip counts made of specialization constants) rolled, which put the fragment arrays
+//   in local memory and ran the kernel at a fifth of its rate;
 // - the epilogue goes through a per-subgroup fp32 scratch (aliasing the tiles once the loop is
 //   done), because a fragment's element-to-lane mapping is opaque: the scratch tells each lane
 //   which (row, column) it holds, for the bias, the bounded store and 16-byte stores of C.
 //
 // Variants (shaders/common/coopmat_khr_fragment.glsl): matmul_coopmat_khr, built only where
 // glslc knows GL_KHR_cooperative_matrix (cmake/shaders.cmake) and run where the device lists an
-// fp16 x fp16 + fp32 subgroup shape that divides the tiles; matmul_coopmat_khr_emulated, the same
-// kernel with 16x16x16 fragment products in plain arithmetic, which the tests run on any device.
+// fp16 x fp16 + fp32 subgroup shape that divides the tiles; matmul_coopmat_khr_rolled, the same
+// without the unroll attributes, for CPU devices; matmul_coopmat_khr_emulated, the same kernel
+// (unrolled) with 16x16x16 fragment products in plain arithmetic, which the tests run on any
+// device.
 // vkf-variant-only
 // vkf-variant: matmul_coopmat_khr VKF_COOPMAT_KHR=1
+// vkf-variant: matmul_coopmat_khr_rolled VKF_COOPMAT_KHR=1 VKF_ROLLED=1
 // vkf-variant: matmul_coopmat_khr_emulated VKF_COOPMAT_EMULATED=1
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+
+// UNROLL on every loop with a constant trip count (see above). matmul_coopmat_khr_rolled leaves
+// them to the compiler: what CPU devices run (engine/ops/matmul.cpp), as lavapipe's LLVM takes
+// minutes to compile the unrolled kernel for no gain there.
+#ifdef VKF_ROLLED
+#define UNROLL
+#else
+#define UNROLL [[unroll]]
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint BM = 128;
@@ -62,6 +78,9 @@ layout(constant_id = 15) const uint WG = 128;
 // else.
 layout(constant_id = 16) const uint DIAG = 0;
 const bool DIAG_NO_STAGING = (DIAG & 6) != 0, DIAG_NO_FRAGMENT_LOADS = (DIAG & 4) != 0;
+// Staging buffers (MatmulConfig::stages): 1, or 2 to store the next k-step's tiles into the
+// other buffer during this one's products, with one barrier a step.
+layout(constant_id = 17) const uint STAGES = 1;
 
 #include "coopmat_khr_fragment.glsl"
 
@@ -103,7 +122,7 @@ const uint TILES = B_OFF + B_OUTER * B_LDV;
 const uint SCR_LD = WN / 4;
 const uint SCR_SG = FRAG_M * SCR_LD;
 const uint SCRATCH = NSG * SCR_SG;
-shared uvec4 smem[TILES > SCRATCH ? TILES : SCRATCH];
+shared uvec4 smem[STAGES * TILES > SCRATCH ? STAGES * TILES : SCRATCH];
 
 uvec4 ra[A_PER], rb[B_PER];  // the next step's tiles, in flight
 
@@ -120,7 +139,7 @@ uvec4 pack8(float16_t h[8]) {
     const uint at = base + row * (LD) + col;                                 \
     if ((VEC & VEC_BIT) != 0 && col + 8 <= cols) return buf8[at / 8];        \
     float16_t h[8];                                                          \
-    [[unroll]] for (uint e = 0; e < 8; ++e) {                                           \
+    UNROLL for (uint e = 0; e < 8; ++e) {                                           \
       h[e] = float16_t(0.0);                                                 \
       if (col + e < cols) h[e] = buf[at + e];                                \
     }                                                                        \
@@ -135,14 +154,14 @@ READ_RUN(read_b, b, b8, 2, p.ldb)
 // registers; a data-dependent exit could leave them indexed at run time, which puts an array
 // in local memory on some compilers (NVIDIA's among them).
 void load_tiles(uint k0, uint m0, uint n0, uint base_a, uint base_b) {
-  [[unroll]] for (uint j = 0; j < A_PER; ++j) {
+  UNROLL for (uint j = 0; j < A_PER; ++j) {
     const uint v = gl_LocalInvocationID.x + j * WG;
     if (A_VECS % WG != 0 && v >= A_VECS) break;
     const uint o = v / A_RUNS, i = (v % A_RUNS) * 8;
     ra[j] = TRANS_A != 0 ? read_a(base_a, k0 + o, m0 + i, p.k, p.m)
                          : read_a(base_a, m0 + o, k0 + i, p.m, p.k);
   }
-  [[unroll]] for (uint j = 0; j < B_PER; ++j) {
+  UNROLL for (uint j = 0; j < B_PER; ++j) {
     const uint v = gl_LocalInvocationID.x + j * WG;
     if (B_VECS % WG != 0 && v >= B_VECS) break;
     const uint o = v / B_RUNS, i = (v % B_RUNS) * 8;
@@ -151,36 +170,37 @@ void load_tiles(uint k0, uint m0, uint n0, uint base_a, uint base_b) {
   }
 }
 
-void store_tiles() {
-  [[unroll]] for (uint j = 0; j < A_PER; ++j) {
+// Stores ra, rb into the staging buffer that starts at `base` (0, or TILES for the second).
+void store_tiles(uint base) {
+  UNROLL for (uint j = 0; j < A_PER; ++j) {
     const uint v = gl_LocalInvocationID.x + j * WG;
     if (A_VECS % WG != 0 && v >= A_VECS) break;
-    smem[A_OFF + (v / A_RUNS) * A_LDV + v % A_RUNS] = ra[j];
+    smem[base + A_OFF + (v / A_RUNS) * A_LDV + v % A_RUNS] = ra[j];
   }
-  [[unroll]] for (uint j = 0; j < B_PER; ++j) {
+  UNROLL for (uint j = 0; j < B_PER; ++j) {
     const uint v = gl_LocalInvocationID.x + j * WG;
     if (B_VECS % WG != 0 && v >= B_VECS) break;
-    smem[B_OFF + (v / B_RUNS) * B_LDV + v % B_RUNS] = rb[j];
+    smem[base + B_OFF + (v / B_RUNS) * B_LDV + v % B_RUNS] = rb[j];
   }
 }
 
-// This subgroup's operand fragments fa[FM], fb[FN] for the k-offset kk of the staged tiles: rows
-// wm0.. of op(A), columns wn0.. of op(B). A macro, not a function, so that no copy of the
-// fragment arrays stands between the loads and the products.
-#define LOAD_FRAGMENTS(fa, fb, wm0, wn0, kk)                                  \
-  [[unroll]] for (uint i_ = 0; i_ < FM; ++i_) {                               \
-    const uint r_ = (wm0) + i_ * FRAG_M;                                      \
-    if (TRANS_A != 0)                                                         \
-      FRAG_LOAD_COL(fa[i_], A_OFF + (kk) * A_LDV + r_ / 8, A_LDV);            \
-    else                                                                      \
-      FRAG_LOAD_ROW(fa[i_], A_OFF + r_ * A_LDV + (kk) / 8, A_LDV);            \
-  }                                                                           \
-  [[unroll]] for (uint j_ = 0; j_ < FN; ++j_) {                               \
-    const uint c_ = (wn0) + j_ * FRAG_N;                                      \
-    if (TRANS_B != 0)                                                         \
-      FRAG_LOAD_COL(fb[j_], B_OFF + c_ * B_LDV + (kk) / 8, B_LDV);            \
-    else                                                                      \
-      FRAG_LOAD_ROW(fb[j_], B_OFF + (kk) * B_LDV + c_ / 8, B_LDV);            \
+// This subgroup's operand fragments fa[FM], fb[FN] for the k-offset kk of the tiles staged at
+// `base`: rows wm0.. of op(A), columns wn0.. of op(B). A macro, not a function, so that no copy
+// of the fragment arrays stands between the loads and the products.
+#define LOAD_FRAGMENTS(fa, fb, base, wm0, wn0, kk)                               \
+  UNROLL for (uint i_ = 0; i_ < FM; ++i_) {                                  \
+    const uint r_ = (wm0) + i_ * FRAG_M;                                         \
+    if (TRANS_A != 0)                                                            \
+      FRAG_LOAD_COL(fa[i_], (base) + A_OFF + (kk) * A_LDV + r_ / 8, A_LDV);      \
+    else                                                                         \
+      FRAG_LOAD_ROW(fa[i_], (base) + A_OFF + r_ * A_LDV + (kk) / 8, A_LDV);      \
+  }                                                                              \
+  UNROLL for (uint j_ = 0; j_ < FN; ++j_) {                                  \
+    const uint c_ = (wn0) + j_ * FRAG_N;                                         \
+    if (TRANS_B != 0)                                                            \
+      FRAG_LOAD_COL(fb[j_], (base) + B_OFF + c_ * B_LDV + (kk) / 8, B_LDV);      \
+    else                                                                         \
+      FRAG_LOAD_ROW(fb[j_], (base) + B_OFF + (kk) * B_LDV + c_ / 8, B_LDV);      \
   }
 
 void main() {
@@ -191,32 +211,39 @@ void main() {
   const uint wm0 = (sg / SG_COLS) * WM, wn0 = (sg % SG_COLS) * WN;  // this subgroup's block
 
   FRAG_ACC acc[FM][FN];
-  [[unroll]] for (uint i = 0; i < FM; ++i)
-    [[unroll]] for (uint j = 0; j < FN; ++j) FRAG_ZERO(acc[i][j]);
+  UNROLL for (uint i = 0; i < FM; ++i)
+    UNROLL for (uint j = 0; j < FN; ++j) FRAG_ZERO(acc[i][j]);
 
   load_tiles(0, m0, n0, base_a, base_b);
-  store_tiles();
+  store_tiles(0);
   barrier();
   FRAG_A fa[FM];
   FRAG_B fb[FN];
   if (DIAG_NO_FRAGMENT_LOADS) {
-    LOAD_FRAGMENTS(fa, fb, wm0, wn0, 0)
+    LOAD_FRAGMENTS(fa, fb, 0, wm0, wn0, 0)
   }
+  uint current = 0;  // the staging buffer this step multiplies (0 or TILES)
   for (uint k0 = 0; k0 < p.k; k0 += BK) {
     // Uniform across the workgroup, so the barriers below are too.
     const bool more = k0 + BK < p.k;
     if (more && (DIAG & 1) == 0) load_tiles(k0 + BK, m0, n0, base_a, base_b);
-    [[unroll]] for (uint kk = 0; kk < BK; kk += FRAG_K) {
+    UNROLL for (uint kk = 0; kk < BK; kk += FRAG_K) {
       if (!DIAG_NO_FRAGMENT_LOADS) {
-        LOAD_FRAGMENTS(fa, fb, wm0, wn0, kk)
+        LOAD_FRAGMENTS(fa, fb, current, wm0, wn0, kk)
       }
-      [[unroll]] for (uint i = 0; i < FM; ++i)
-        [[unroll]] for (uint j = 0; j < FN; ++j) FRAG_MUL_ADD(acc[i][j], fa[i], fb[j]);
+      UNROLL for (uint i = 0; i < FM; ++i)
+        UNROLL for (uint j = 0; j < FN; ++j) FRAG_MUL_ADD(acc[i][j], fa[i], fb[j]);
     }
-    if (!DIAG_NO_STAGING) {
+    if (DIAG_NO_STAGING) continue;
+    if (STAGES == 2) {
+      // The other buffer was last read a step ago, before the barrier that ended that step.
+      if (more) store_tiles(TILES - current);
+      barrier();  // the stores are seen; after the last step, the scratch may alias the tiles
+      current = TILES - current;
+    } else {
       barrier();  // every subgroup is done with the tiles
       if (more) {
-        store_tiles();
+        store_tiles(0);
         barrier();
       }
     }
@@ -227,8 +254,8 @@ void main() {
   // tiles: the loop ended with a barrier). Lane l takes runs l, l + S, ... of 8 columns.
   const uint scr = sg * SCR_SG;
   const uint RUNS = WN / 8;
-  [[unroll]] for (uint i = 0; i < FM; ++i) {
-    [[unroll]] for (uint j = 0; j < FN; ++j) FRAG_STORE(acc[i][j], scr + j * (FRAG_N / 4), SCR_LD);
+  UNROLL for (uint i = 0; i < FM; ++i) {
+    UNROLL for (uint j = 0; j < FN; ++j) FRAG_STORE(acc[i][j], scr + j * (FRAG_N / 4), SCR_LD);
     SG_BARRIER();  // the stores' elements belong to other lanes
     for (uint q = SG_LANE; q < FRAG_M * RUNS; q += SG_SIZE) {
       const uint row = m0 + wm0 + i * FRAG_M + q / RUNS, col = n0 + wn0 + (q % RUNS) * 8;
@@ -244,7 +271,7 @@ void main() {
       if (READ_C != 0) {
         if ((VEC & 4) != 0 && valid == 8) {
           const uvec4 w = c8[ci / 8];
-          [[unroll]] for (uint e = 0; e < 4; ++e) {
+          UNROLL for (uint e = 0; e < 4; ++e) {
             const vec2 h = vec2(unpackFloat2x16(w[e]));
             v[2 * e] = p.alpha * v[2 * e] + p.beta * h.x;
             v[2 * e + 1] = p.alpha * v[2 * e + 1] + p.beta * h.y;
@@ -253,16 +280,16 @@ void main() {
           for (uint e = 0; e < valid; ++e) v[e] = p.alpha * v[e] + p.beta * float(c[ci + e]);
         }
       } else {
-        [[unroll]] for (uint e = 0; e < 8; ++e) v[e] *= p.alpha;
+        UNROLL for (uint e = 0; e < 8; ++e) v[e] *= p.alpha;
       }
       if (EPILOGUE == 1 || EPILOGUE == 2)
         for (uint e = 0; e < valid; ++e) v[e] += float(x[col + e]);
       if (EPILOGUE == 2)
-        [[unroll]] for (uint e = 0; e < 8; ++e) v[e] = max(v[e], 0.0);
+        UNROLL for (uint e = 0; e < 8; ++e) v[e] = max(v[e], 0.0);
       if (EPILOGUE == 3) {
         if ((VEC & 8) != 0 && valid == 8) {
           const uvec4 w = x8[ci / 8];
-          [[unroll]] for (uint e = 0; e < 4; ++e) {
+          UNROLL for (uint e = 0; e < 4; ++e) {
             const vec2 h = vec2(unpackFloat2x16(w[e]));
             v[2 * e] += h.x;
             v[2 * e + 1] += h.y;
@@ -273,7 +300,7 @@ void main() {
       }
       if ((VEC & 4) != 0 && valid == 8) {
         float16_t h[8];
-        [[unroll]] for (uint e = 0; e < 8; ++e) h[e] = float16_t(v[e]);
+        UNROLL for (uint e = 0; e < 8; ++e) h[e] = float16_t(v[e]);
         c8[ci / 8] = pack8(h);
       } else {
         for (uint e = 0; e < valid; ++e) c[ci + e] = float16_t(v[e]);

@@ -68,6 +68,10 @@ bool texel_views_wanted(const MatmulArgs& args, const MatmulConfig& cfg, const D
 constexpr const char* k_coopmat_shader = "matmul_coopmat";
 constexpr const char* k_coopmat_emulated_shader = "matmul_coopmat_emulated";
 constexpr const char* k_coopmat_khr_shader = "matmul_coopmat_khr";
+// The same kernel without its [[unroll]] attributes, for CPU devices: lavapipe (Mesa 26.1)
+// compiled the unrolled kernel for minutes per pipeline, where GPUs need it unrolled (on an
+// H200 the rolled fragment loops ran it at a fifth of its rate).
+constexpr const char* k_coopmat_khr_rolled_shader = "matmul_coopmat_khr_rolled";
 constexpr const char* k_coopmat_khr_emulated_shader = "matmul_coopmat_khr_emulated";
 
 // Whether every run of 8 halves along a contiguous dimension starts 16-byte aligned.
@@ -244,7 +248,9 @@ KernelSpec kernel_spec(const Device& dev, const MatmulArgs& args, const MatmulCo
   const uint32_t vec = vector_reads(args, cfg, push);
   // The coopmat kernels read the same constants (tm, tn: one subgroup's block; shared unused).
   const uint32_t invocations = cfg.invocations(info, emulated);
-  const char* shader = cfg.khr ? (emulated ? k_coopmat_khr_emulated_shader : k_coopmat_khr_shader)
+  const char* shader = cfg.khr                    ? (emulated        ? k_coopmat_khr_emulated_shader
+                                                     : info.is_cpu() ? k_coopmat_khr_rolled_shader
+                                                                     : k_coopmat_khr_shader)
                        : emulated                 ? k_coopmat_emulated_shader
                        : cfg.coopmat              ? k_coopmat_shader
                        : args.dtype == DType::f16 ? (texel ? "matmul_f16_texel" : "matmul_f16")
@@ -257,10 +263,11 @@ KernelSpec kernel_spec(const Device& dev, const MatmulArgs& args, const MatmulCo
                    static_cast<uint32_t>(args.epilogue), vec, args.beta != 0.0f ? 1u : 0u}};
   if (cfg.khr) {
     // Constants 12-14: the fragment shape (emulated: 16x16x16); 15: the workgroup size again;
-    // 16: the benchmarks' diagnostic bits.
+    // 16: the benchmarks' diagnostic bits; 17: the staging buffers.
     const CoopmatShape* shape = emulated ? nullptr : khr_coopmat_shape(cfg, info);
-    spec.spec.insert(spec.spec.end(), {shape ? shape->m : 16u, shape ? shape->n : 16u,
-                                       shape ? shape->k : 16u, invocations, args.khr_diagnostic});
+    spec.spec.insert(spec.spec.end(),
+                     {shape ? shape->m : 16u, shape ? shape->n : 16u, shape ? shape->k : 16u,
+                      invocations, args.khr_diagnostic, cfg.stages});
     // The kernel gives each subgroup one block: where the width varies, run at the default.
     if (!emulated && info.min_subgroup_size != info.max_subgroup_size)
       spec.subgroup_size = info.subgroup_size;

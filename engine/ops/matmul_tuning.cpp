@@ -59,6 +59,11 @@ const MatmulConfig k_configs[] = {
     // staged A row for
     // the largest GEMMs (the FFN, the vocabulary projection); the benchmark on a GPU decides.
     {"khr_coopmat_256", 256, 128, 256, 32, 64, 64, true, true, true},
+    // The large and small KHR tiles with two staging buffers (40 and 20 KiB): on an H200 the
+    // KHR kernel ran at half its rate without barriers and staging once its loops were
+    // unrolled, and a second buffer halves its barriers; the tuner decides.
+    {"khr_coopmat_2stage", 128, 128, 128, 32, 64, 64, true, true, true, 2},
+    {"khr_coopmat_64_2stage", 128, 64, 64, 32, 32, 32, true, true, true, 2},
     // Any conformant device: 64 threads and 2 KiB of shared memory are below every required
     // minimum (128 invocations, 16 KiB).
     {"fallback", 64, 32, 32, 8, 4, 4, true},
@@ -101,6 +106,8 @@ std::string matmul_config_misfit(const MatmulConfig& c, const DeviceInfo& info,
   const uint32_t invocations = c.invocations(info, emulated_coopmat);
   const std::string wg = std::to_string(invocations);
   uint32_t frag_m = 16;
+  if (c.stages != 1 && !(c.khr && c.stages == 2))
+    return std::to_string(c.stages) + " staging buffers (1, or 2 on a KHR row)";
   if (c.coopmat && emulated_coopmat) {
     if (!info.storage16) return "no storageBuffer16BitAccess";
     if (!info.fp16) return "no shaderFloat16 (fp16 shared-memory tiles)";
@@ -177,6 +184,7 @@ std::string MatmulConfig::describe() const {
                   std::to_string(bn) + "x" + std::to_string(bk) + " t" + std::to_string(tm) + "x" +
                   std::to_string(tn);
   s += khr ? " khr" : coopmat ? " nv_coopmat" : shared ? " shared" : " direct";
+  if (stages > 1) s += " stages" + std::to_string(stages);
   if (texel) s += *texel ? " texel" : " storage";
   return s;
 }

@@ -33,6 +33,10 @@ struct MatmulConfig {
   // chosen for f16 matmuls where the device has one, see choose_matmul_config).
   bool coopmat = false;
   bool khr = false;
+  // KHR rows: shared-memory buffers of staged tiles. 2: the next k-step is stored into the
+  // other buffer while this one's are multiplied, one barrier a step instead of two, for twice
+  // the tiles' shared memory.
+  uint32_t stages = 1;
   // Texel-view reads of A and B (shaders/matmul.comp VKF_TEXEL) where they fit; nullopt: the
   // device's default (CPU devices). Table rows leave it unset; the tuner searches it.
   std::optional<bool> texel;
@@ -41,7 +45,7 @@ struct MatmulConfig {
   bool same_kernel(const MatmulConfig& o) const {
     return workgroup == o.workgroup && bm == o.bm && bn == o.bn && bk == o.bk && tm == o.tm &&
            tn == o.tn && shared == o.shared && coopmat == o.coopmat && khr == o.khr &&
-           texel == o.texel;
+           stages == o.stages && texel == o.texel;
   }
   // "wg8 32x64x1 t32x8 direct texel": the values in one word, for the tuner's reports.
   std::string describe() const;
@@ -61,7 +65,7 @@ struct MatmulConfig {
       auto tile = [this](uint32_t outer) {
         return 2 * std::max(outer * (bk + 8), bk * (outer + 8));
       };
-      return std::max(tile(bm) + tile(bn), subgroups() * frag_m * tn * 4);
+      return std::max(stages * (tile(bm) + tile(bn)), subgroups() * frag_m * tn * 4);
     }
     if (coopmat) {
       // fp16 A and B tiles with 8 halves of padding per row, either orientation, and a 16x16

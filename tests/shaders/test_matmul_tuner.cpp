@@ -308,4 +308,24 @@ TEST_CASE("tuning file: written, read back, and another driver's ignored with a 
   CHECK_THROWS_WITH(read_tuning_file((dir / "bad.json").string()),
                     Catch::Contains("bad.json") && Catch::Contains("malformed"));
   CHECK(!load_tuning((dir / "bad.json").string(), info).tuning);
+
+  // A KHR row's staging buffers travel with it; a file from before them reads as one; a count
+  // the kernel has no code for is refused.
+  TuningFile staged = f;
+  staged.matmul[0].config = ops::matmul_config("khr_coopmat_2stage");
+  const std::string staged_path = (dir / "staged.json").string();
+  write_tuning_file(staged_path, staged);
+  CHECK(read_tuning_file(staged_path).matmul.at(0).config.stages == 2);
+  auto rewrite = [&](const std::string& from, const std::string& to) {
+    std::ifstream in(staged_path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+    std::ofstream(staged_path) << text;
+  };
+  rewrite("\"stages\": 2,", "");
+  CHECK(read_tuning_file(staged_path).matmul.at(0).config.stages == 1);
+  rewrite("\"khr\": true,", "\"khr\": true, \"stages\": 3,");
+  CHECK_THROWS_WITH(read_tuning_file(staged_path), Catch::Contains("3 stages"));
 }
