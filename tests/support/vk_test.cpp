@@ -74,18 +74,28 @@ double tolerance_ratio(const std::vector<float>& got, const std::vector<double>&
 
 }  // namespace vkf::test
 
-// The tests keep their pipeline and shader caches in the build tree (VKF_CACHE_DIR, unless set),
-// and run the CPU driver as the vkf command does (engine/cpu_driver.h): both set before any
-// instance exists, whichever test comes first. Commands the tests start inherit them, and
-// VKF_TUNE=off: a `vkf train` in a test neither tunes nor reads a tuning file unless the test
-// asks (--tune).
 namespace {
+
+// The sanitizers install their own handlers for fatal signals, and report better.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool k_sanitized = true;
+#elif defined(__has_feature)
+constexpr bool k_sanitized = __has_feature(address_sanitizer) || __has_feature(thread_sanitizer);
+#else
+constexpr bool k_sanitized = false;
+#endif
 
 // A crash names itself and where it happened, before the default action ends the process: a test
 // program that dies after Catch's summary (in a driver's exit handlers, say) otherwise leaves
-// only an exit status. Only async-signal-safe calls here (backtrace is primed in main).
+// only an exit status. Async-signal-safe calls only (strsignal is not; backtrace is primed in
+// main so that it loads nothing here).
 void report_fatal_signal(int sig) {
-  const char* name = strsignal(sig);
+  const char* name = sig == SIGSEGV   ? "SIGSEGV"
+                     : sig == SIGBUS  ? "SIGBUS"
+                     : sig == SIGFPE  ? "SIGFPE"
+                     : sig == SIGILL  ? "SIGILL"
+                     : sig == SIGABRT ? "SIGABRT"
+                                      : "another signal";
   const char head[] = "\nvkf tests: fatal signal: ";
   (void)!write(STDERR_FILENO, head, sizeof head - 1);
   (void)!write(STDERR_FILENO, name, std::strlen(name));
@@ -98,21 +108,18 @@ void report_fatal_signal(int sig) {
 
 }  // namespace
 
+// The tests keep their pipeline and shader caches in the build tree (VKF_CACHE_DIR, unless set),
+// and run the CPU driver as the vkf command does (engine/cpu_driver.h): both set before any
+// instance exists, whichever test comes first. Commands the tests start inherit them, and
+// VKF_TUNE=off: a `vkf train` in a test neither tunes nor reads a tuning file unless the test
+// asks (--tune). The shared device and instance are released before main returns.
 int main(int argc, char** argv) {
-  void* prime[1];
-  backtrace(prime, 1);  // loads libgcc now, not inside the handler
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)  // theirs report better
-#if defined(__has_feature)
-#if !__has_feature(address_sanitizer) && !__has_feature(thread_sanitizer)
-#define VKF_TESTS_REPORT_SIGNALS 1
-#endif
-#else
-#define VKF_TESTS_REPORT_SIGNALS 1
-#endif
-#endif
-#ifdef VKF_TESTS_REPORT_SIGNALS
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, report_fatal_signal);
-#endif
+  if (!k_sanitized) {
+    void* prime[1];
+    backtrace(prime, 1);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
+      std::signal(sig, report_fatal_signal);
+  }
   setenv("VKF_CACHE_DIR", VKF_BINARY_DIR "/test-cache", 0);
   setenv("VKF_TUNE", "off", 0);
   vkf::tool::configure_cpu_driver();
