@@ -231,9 +231,11 @@ void check_decoding(Context& cx, Row& row, model::DeviceParams& params,
   src.push_back(c.eos_id);
   std::vector<std::vector<int32_t>> seq(beam);
   for (auto& s : seq) s = random_tokens(cx.rng, c, positions);
-  if (cx.sabotage(row.id)) {  // a wrong weight, as a faulty kernel would leave it
+  // A wrong weight, as a faulty kernel would leave it: a bias added to the residual stream of
+  // every position, since the ReLU behind a wrong fc1 weight can hide it for every row.
+  if (cx.sabotage(row.id)) {
     Recorder rec(dev);
-    rec.fill(params.param("decoder.layers.0.ffn.fc1.weight").slice(0, 4), k_wrong_bits);
+    rec.fill(params.param("decoder.layers.0.ffn.fc2.bias").slice(0, 4), k_wrong_bits);
     rec.finish().run();
   }
   graph.encode(src, std::vector<int32_t>{int32_t(src_len)});
