@@ -4,6 +4,7 @@
 //   ./bench/bench_norm                      all shapes
 //   VKF_BENCH_DEVICE=<selector>             pick the Vulkan device (default: best)
 //   VKF_LN_WG=<n>, VKF_LN_REDUCE=shared|subgroup   force the LayerNorm configuration
+//   VKF_LN_READS=texel|storage              and how its kernels read their inputs
 //   VKF_LN_DROPOUT=<p>                      LayerNorm dropout probability (default 0.1)
 //
 // Counter GB/s counts the bytes an op must move once (fp32; LayerNorm's f16 = 1 halves them):
@@ -68,6 +69,13 @@ vkf::ops::RowReduce env_reduce() {
   return std::string(e) == "subgroup" ? vkf::ops::RowReduce::subgroup : vkf::ops::RowReduce::shared;
 }
 
+vkf::ops::RowKernelConfig::Reads env_reads() {
+  const char* e = std::getenv("VKF_LN_READS");
+  if (!e) return vkf::ops::RowKernelConfig::Reads::automatic;
+  return std::string(e) == "texel" ? vkf::ops::RowKernelConfig::Reads::texel
+                                   : vkf::ops::RowKernelConfig::Reads::storage;
+}
+
 void time_sequence(benchmark::State& state, vkf::Sequence& seq, double bytes) {
   vkf::bench::time_against_peak(state, device(), seq, bytes, vkf::bench::Rate::bytes);
 }
@@ -118,6 +126,7 @@ void bm_layer_norm(benchmark::State& state) {
   f.dropout = env_dropout();
   f.workgroup_size = env_workgroup();
   f.reduce = env_reduce();
+  f.reads = env_reads();
   {
     vkf::Recorder rec(dev);
     vkf::ops::layer_norm_forward(dev, rec, f);  // the backward needs h, mean, rstd
@@ -143,6 +152,7 @@ void bm_layer_norm(benchmark::State& state) {
     b.dropout = f.dropout;
     b.workgroup_size = f.workgroup_size;
     b.reduce = f.reduce;
+    b.reads = f.reads;
     vkf::ops::layer_norm_backward(dev, rec, b);
   } else {
     vkf::ops::layer_norm_forward(dev, rec, f);

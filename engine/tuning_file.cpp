@@ -132,6 +132,17 @@ ops::AttentionTiles attention_of(const json& j) {
   return t;
 }
 
+// "reads" of a LayerNorm or cross-entropy entry. Files written before the read path was tuned
+// have none: the device's default reads.
+ops::RowKernelConfig::Reads reads_of(const json& j, const char* family) {
+  const std::string reads = j.value("reads", std::string("automatic"));
+  if (reads == "texel") return ops::RowKernelConfig::Reads::texel;
+  if (reads == "storage") return ops::RowKernelConfig::Reads::storage;
+  if (reads != "automatic")
+    throw Error(std::string(family) + " reads '" + reads + "' is not texel, storage or automatic");
+  return ops::RowKernelConfig::Reads::automatic;
+}
+
 ops::LayerNormConfig layer_norm_of(const json& j) {
   ops::LayerNormConfig c;
   c.workgroup_size = j.at("workgroup_size").get<uint32_t>();
@@ -139,6 +150,7 @@ ops::LayerNormConfig layer_norm_of(const json& j) {
   if (!ops::parse_row_reduce(r, c.reduce) || c.reduce == ops::RowReduce::automatic)
     throw Error("LayerNorm reduction '" + r + "' is not shared, subgroup or subgroup_rows");
   if (!c.workgroup_size) throw Error("LayerNorm workgroup size 0");
+  c.reads = reads_of(j, "LayerNorm");
   return c;
 }
 
@@ -152,14 +164,7 @@ ops::RowKernelConfig row_kernel_of(const json& j) {
     c.subgroup = ops::RowKernelConfig::Subgroup::off;
   else
     throw Error("cross-entropy subgroup '" + sg + "' is not on or off");
-  // Files written before the read path was tuned have none: the device's default reads.
-  const std::string reads = j.value("reads", std::string("automatic"));
-  if (reads == "texel")
-    c.reads = ops::RowKernelConfig::Reads::texel;
-  else if (reads == "storage")
-    c.reads = ops::RowKernelConfig::Reads::storage;
-  else if (reads != "automatic")
-    throw Error("cross-entropy reads '" + reads + "' is not texel, storage or automatic");
+  c.reads = reads_of(j, "cross-entropy");
   if (!c.workgroup_size) throw Error("cross-entropy workgroup size 0");
   return c;
 }
@@ -280,7 +285,8 @@ void write_tuning_file(const std::string& path, const TuningFile& f) {
                                      {"rows", t.shape.rows},
                                      {"d", t.shape.d}},
                                     {{"reduce", ops::row_reduce_name(t.config.reduce)},
-                                     {"workgroup_size", t.config.workgroup_size}}));
+                                     {"workgroup_size", t.config.workgroup_size},
+                                     {"reads", reads_name(t.config.reads)}}));
   for (const TunedCrossEntropy& t : f.cross_entropy)
     cross_entropy.push_back(entry_json(
         t, {{"dtype", dtype_name(t.shape.dtype)}, {"rows", t.shape.rows}, {"vocab", t.shape.vocab}},

@@ -8,15 +8,26 @@
 // shared memory), or subgroup per row.
 // The _f16 variants store dy, h, dx and ds as fp16 (16-bit storage only); gamma, mean, rstd and
 // all arithmetic stay fp32.
+// The _texel variants read dy, h and gamma through uniform texel buffers, as the forward's do.
 // vkf-variant: layer_norm_backward_sg SUBGROUP=1
 // vkf-variant: layer_norm_backward_sgrow SUBGROUP=1 SUBGROUP_ROWS=1
 // vkf-variant: layer_norm_backward_f16 VKF_F16=1
 // vkf-variant: layer_norm_backward_sg_f16 SUBGROUP=1 VKF_F16=1
 // vkf-variant: layer_norm_backward_sgrow_f16 SUBGROUP=1 SUBGROUP_ROWS=1 VKF_F16=1
+// vkf-variant: layer_norm_backward_texel VKF_TEXEL=1
+// vkf-variant: layer_norm_backward_sg_texel SUBGROUP=1 VKF_TEXEL=1
+// vkf-variant: layer_norm_backward_sgrow_texel SUBGROUP=1 SUBGROUP_ROWS=1 VKF_TEXEL=1
+// vkf-variant: layer_norm_backward_texel_f16 VKF_F16=1 VKF_TEXEL=1
+// vkf-variant: layer_norm_backward_sg_texel_f16 SUBGROUP=1 VKF_F16=1 VKF_TEXEL=1
+// vkf-variant: layer_norm_backward_sgrow_texel_f16 SUBGROUP=1 SUBGROUP_ROWS=1 VKF_F16=1 VKF_TEXEL=1
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#ifdef VKF_TEXEL
+#extension GL_EXT_samplerless_texture_functions : require
 #endif
 #ifdef VKF_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -28,9 +39,21 @@
 #include "step.glsl"
 
 layout(local_size_x_id = 0) in;  // a power of two
+#ifdef VKF_TEXEL
+layout(binding = 0) uniform textureBuffer dy_texels;     // [rows, d]
+layout(binding = 1) uniform textureBuffer h_texels;      // [rows, d]
+layout(binding = 2) uniform textureBuffer gamma_texels;  // [d]
+#define LOAD_DY(i) texelFetch(dy_texels, int(i)).x
+#define LOAD_H(i) texelFetch(h_texels, int(i)).x
+#define LOAD_GAMMA(c) texelFetch(gamma_texels, int(c)).x
+#else
 layout(std430, binding = 0) readonly buffer DY { STORE_T dy[]; };   // [rows, d]
 layout(std430, binding = 1) readonly buffer H { STORE_T h[]; };     // [rows, d]
 layout(std430, binding = 2) readonly buffer G { float gamma[]; };   // [d]
+#define LOAD_DY(i) float(dy[i])
+#define LOAD_H(i) float(h[i])
+#define LOAD_GAMMA(c) gamma[c]
+#endif
 layout(std430, binding = 3) readonly buffer M { float mean_in[]; }; // [rows]
 layout(std430, binding = 4) readonly buffer R { float rstd_in[]; }; // [rows]
 layout(std430, binding = 5) buffer DX { STORE_T dx[]; };            // [rows, d]
@@ -67,13 +90,14 @@ vec2 row_sum(vec2 v) {
 #endif
 }
 
-// As in layer_norm_forward.comp: runs of four columns share one Philox block.
+// As in layer_norm_forward.comp: runs of four columns share one Philox block, and the step
+// buffer is read once a row.
 uint cached_block = 0xFFFFFFFFu;
 vec4 cached_scales;
-float mask_scale(uint i) {
+float mask_scale(uint i, uint dropout_base) {
   if (pc.p <= 0.0) return 1.0;
   // Element i of this batch is element e of the step's whole batch (data-parallel shares).
-  uint e = i + st.dropout_row * pc.batch_row_rows * pc.d;
+  uint e = i + dropout_base;
   uint block = e >> 2;
   if (block != cached_block) {
     cached_scales = dropout_block_scales(pc.p, st.seed, st.step, pc.tensor_id, block);
@@ -82,27 +106,54 @@ float mask_scale(uint i) {
   return cached_scales[e & 3u];
 }
 
+// As in layer_norm_forward.comp: the first RUNS runs of four columns of each lane keep g and
+// xhat in registers between the two passes; the rest of a longer row is read again.
+layout(constant_id = 1) const uint RUNS = 2;
+vec2 kept[RUNS * 4u];  // (g, xhat)
+
+vec2 g_xhat(uint base, uint c, float mean, float rstd) {
+  return vec2(LOAD_DY(base + c) * LOAD_GAMMA(c), (LOAD_H(base + c) - mean) * rstd);
+}
+
+void store_dh(uint i, float dh, uint dropout_base) {
+  dx[i] = STORE_T(pc.accumulate != 0u ? float(dx[i]) + dh : dh);
+  if (pc.residual != 0u) ds[i] = STORE_T(dh * mask_scale(i, dropout_base));
+}
+
 void layer_norm_row_backward(uint row, uint lane, uint lanes) {
   uint base = row * pc.d;
   float mean = mean_in[row], rstd = rstd_in[row];
+  uint dropout_base = pc.p > 0.0 ? st.dropout_row * pc.batch_row_rows * pc.d : 0u;
+  uint first_uncached = (lane + RUNS * lanes) * 4u;  // this lane's first run past the kept ones
 
   vec2 acc = vec2(0.0);  // (sum g, sum g * xhat)
-  for (uint c4 = lane * 4u; c4 < pc.d; c4 += lanes * 4u)
+  [[unroll]] for (uint r = 0u; r < RUNS; ++r) {
+    uint c4 = (lane + r * lanes) * 4u;
+    [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+      vec2 gx = vec2(0.0);
+      if (c4 + q < pc.d) gx = g_xhat(base, c4 + q, mean, rstd);
+      kept[r * 4u + q] = gx;
+      acc += vec2(gx.x, gx.x * gx.y);
+    }
+  }
+  for (uint c4 = first_uncached; c4 < pc.d; c4 += lanes * 4u)
     for (uint c = c4; c < min(c4 + 4u, pc.d); ++c) {
-      float g = float(dy[base + c]) * gamma[c];
-      float xhat = (float(h[base + c]) - mean) * rstd;
-      acc += vec2(g, g * xhat);
+      vec2 gx = g_xhat(base, c, mean, rstd);
+      acc += vec2(gx.x, gx.x * gx.y);
     }
   acc = row_sum(acc) / float(pc.d);
 
-  for (uint c4 = lane * 4u; c4 < pc.d; c4 += lanes * 4u)
+  [[unroll]] for (uint r = 0u; r < RUNS; ++r) {
+    uint c4 = (lane + r * lanes) * 4u;
+    [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+      vec2 gx = kept[r * 4u + q];
+      if (c4 + q < pc.d) store_dh(base + c4 + q, rstd * (gx.x - acc.x - gx.y * acc.y), dropout_base);
+    }
+  }
+  for (uint c4 = first_uncached; c4 < pc.d; c4 += lanes * 4u)
     for (uint c = c4; c < min(c4 + 4u, pc.d); ++c) {
-      uint i = base + c;
-      float g = float(dy[i]) * gamma[c];
-      float xhat = (float(h[i]) - mean) * rstd;
-      float dh = rstd * (g - acc.x - xhat * acc.y);
-      dx[i] = STORE_T(pc.accumulate != 0u ? float(dx[i]) + dh : dh);
-      if (pc.residual != 0u) ds[i] = STORE_T(dh * mask_scale(i));
+      vec2 gx = g_xhat(base, c, mean, rstd);
+      store_dh(base + c, rstd * (gx.x - acc.x - gx.y * acc.y), dropout_base);
     }
 }
 

@@ -145,11 +145,11 @@ TunedLayerNorm tune_layer_norm(Device& dev, const ops::LayerNormProblem& p, Time
     return time_sequence(dev, timer, ops::describe(c), cls, give_up, [&](Recorder& rec) {
       if (p.backward) {
         ops::LayerNormBackwardArgs xb = b;
-        xb.workgroup_size = c.workgroup_size, xb.reduce = c.reduce;
+        xb.workgroup_size = c.workgroup_size, xb.reduce = c.reduce, xb.reads = c.reads;
         ops::layer_norm_backward(dev, rec, xb);
       } else {
         ops::LayerNormForwardArgs xf = f;
-        xf.workgroup_size = c.workgroup_size, xf.reduce = c.reduce;
+        xf.workgroup_size = c.workgroup_size, xf.reduce = c.reduce, xf.reads = c.reads;
         ops::layer_norm_forward(dev, rec, xf);
       }
     });

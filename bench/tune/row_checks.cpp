@@ -57,11 +57,11 @@ std::string check_layer_norm_shape(Device& dev, const ops::LayerNormConfig& c, D
   ops::LayerNormForwardArgs f;
   f.dtype = t, f.x = xb, f.gamma = gb, f.beta = bb, f.y = yb, f.mean = meanb, f.rstd = rstdb;
   f.rows = rows, f.d = d, f.eps = float(k_eps);
-  f.workgroup_size = c.workgroup_size, f.reduce = c.reduce;
+  f.workgroup_size = c.workgroup_size, f.reduce = c.reduce, f.reads = c.reads;
   ops::LayerNormBackwardArgs b;
   b.dtype = t, b.dy = dyb, b.h = xb, b.gamma = gb, b.mean = meanb, b.rstd = rstdb, b.dx = dxb;
   b.dgamma = dgb, b.dbeta = dbb, b.scratch = scratch, b.rows = rows, b.d = d;
-  b.workgroup_size = c.workgroup_size, b.reduce = c.reduce;
+  b.workgroup_size = c.workgroup_size, b.reduce = c.reduce, b.reads = c.reads;
   try {
     Recorder rec(dev);
     ops::layer_norm_forward(dev, rec, f);

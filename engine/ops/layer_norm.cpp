@@ -85,25 +85,88 @@ struct RowPlan {
   uint32_t workgroup_size;
   uint32_t rows_per_group;
   std::array<uint32_t, 3> groups;
+  uint32_t kept_runs = 1;  // spec constant RUNS: runs of four columns a lane keeps in registers
+  bool texel = false;      // the _texel variant: the inputs through texel views
 };
 
-RowPlan plan_rows(const Device& dev, RowReduce requested, uint32_t forced_wg, DType dtype,
-                  bool backward, uint32_t rows, uint32_t d, const std::string& base,
-                  const char* op) {
-  if (requested == RowReduce::automatic && forced_wg == 0) {
+// Runs of four columns a lane keeps in registers between its passes over a row of d columns
+// that `lanes` invocations share (shaders/layer_norm_forward.comp, RUNS): the whole row where it
+// takes at most 16 runs a lane (64 values), which covers d = 512 and 1024 at 16 lanes or more.
+// Longer rows read the rest again. For a subgroup per row the lanes are the device's usual
+// subgroup size; a pipeline given another one stays correct. CPU devices keep two runs: the
+// re-reads cost nothing measurable on Mesa 22.3's lavapipe (bench_norm at 4096 x 512, one run
+// against eight), while Mesa 26's spent minutes compiling the tests' 16-run kernels.
+uint32_t kept_runs(const Device& dev, uint32_t d, uint32_t lanes) {
+  const uint32_t most = dev.info().is_cpu() ? 2 : 16;
+  return std::clamp<uint32_t>(ceil_div(d, 4 * std::max(1u, lanes)), 1, most);
+}
+
+// A texel view's format for a [rows, d] tensor of `t`, or for gamma and beta (f32).
+VkFormat texel_format(DType t) {
+  return t == DType::f16 ? VK_FORMAT_R16_SFLOAT : VK_FORMAT_R32_SFLOAT;
+}
+
+// What the caller asked of the kernel (LayerNorm{Forward,Backward}Args' tuning fields) and the
+// inputs a texel-reading variant would view: (buffer, storage type) pairs.
+struct PlanRequest {
+  RowReduce reduce;
+  uint32_t workgroup_size;
+  RowKernelConfig::Reads reads;
+  DType dtype;
+  bool backward;
+  uint32_t rows, d;
+  std::vector<std::pair<BufferRef, DType>> texel_inputs;
+};
+
+// Whether the inputs are read through texel views. Forced texel reads that a view cannot take
+// are an error; texel reads from the tuning fall back to the storage buffers.
+bool use_texels(const Device& dev, const PlanRequest& q, RowKernelConfig::Reads reads, bool forced,
+                const char* op) {
+  if (reads != RowKernelConfig::Reads::texel) return false;
+  for (const auto& [buffer, type] : q.texel_inputs) {
+    std::string why = texel_view_misfit(dev.info(), buffer, texel_format(type));
+    if (why.empty() && buffer.size / dtype_bytes(type) > 0x7fffffffu)
+      why = "more than 2^31 elements (texelFetch takes an int)";
+    if (why.empty()) continue;
+    if (forced)
+      throw Error(std::string(op) + ": an input cannot be read through a texel view: " + why);
+    return false;
+  }
+  return true;
+}
+
+RowPlan plan_rows(const Device& dev, PlanRequest q, const std::string& base, const char* op) {
+  const bool reads_forced = q.reads != RowKernelConfig::Reads::automatic;
+  if (q.reduce == RowReduce::automatic && q.workgroup_size == 0 && !reads_forced) {
     // Nothing forced: the device's tuning for the shape class, else the static rule.
     const LayerNormConfig c =
-        choose_layer_norm(dev.info(), dev.tuning(), {dtype, backward, rows, d}).config;
-    requested = c.reduce;
-    forced_wg = c.workgroup_size;
+        choose_layer_norm(dev.info(), dev.tuning(), {q.dtype, q.backward, q.rows, q.d}).config;
+    q.reduce = c.reduce;
+    q.workgroup_size = c.workgroup_size;
+    q.reads = c.reads;
   }
-  const RowReduce r = resolve_reduce(dev, requested, d, op);
-  const uint32_t wg = pick_workgroup(dev, d, forced_wg, r, op);
-  if (r == RowReduce::shared) return {base, wg, 1, groups_1d(rows, 1)};
-  if (r == RowReduce::subgroup) return {base + "_sg", wg, 1, groups_1d(rows, 1)};
+  const RowReduce r = resolve_reduce(dev, q.reduce, q.d, op);
+  const uint32_t wg = pick_workgroup(dev, q.d, q.workgroup_size, r, op);
+  const bool texel = use_texels(dev, q, q.reads, reads_forced, op);
+  const std::string reads = texel ? "_texel" : "";
+  if (r == RowReduce::shared)
+    return {base + reads, wg, 1, groups_1d(q.rows, 1), kept_runs(dev, q.d, wg), texel};
+  if (r == RowReduce::subgroup)
+    return {base + "_sg" + reads, wg, 1, groups_1d(q.rows, 1), kept_runs(dev, q.d, wg), texel};
   // Normally one row per subgroup; any subgroup size the pipeline gets is still correct.
-  const uint32_t per_group = std::max(1u, wg / std::max(1u, dev.info().subgroup_size));
-  return {base + "_sgrow", wg, per_group, groups_1d(ceil_div(rows, per_group), 1)};
+  const uint32_t lanes = std::max(1u, dev.info().subgroup_size);
+  const uint32_t per_group = std::max(1u, wg / lanes);
+  return {base + "_sgrow" + reads,
+          wg,
+          per_group,
+          groups_1d(ceil_div(q.rows, per_group), 1),
+          kept_runs(dev, q.d, std::min(wg, lanes)),
+          texel};
+}
+
+// A binding the kernel reads: through a texel view of `t`'s format in a _texel variant.
+Arg read_arg(const RowPlan& plan, const BufferRef& b, DType t) {
+  return plan.texel ? in_texels(b, texel_format(t)) : in(b);
 }
 
 }  // namespace
@@ -144,16 +207,29 @@ void layer_norm_forward(Device& dev, Recorder& rec, const LayerNormForwardArgs& 
   } push{
       a.rows,          a.d, a.eps, dropout ? a.dropout : 0.0f, a.tensor_id, residual ? 1u : 0u, 1,
       a.batch_row_rows};
-  const RowPlan plan = plan_rows(dev, a.reduce, a.workgroup_size, a.dtype, false, a.rows, a.d,
-                                 "layer_norm_forward", op);
+  const BufferRef& s = residual ? a.s : a.x;
+  const RowPlan plan =
+      plan_rows(dev,
+                {a.reduce,
+                 a.workgroup_size,
+                 a.reads,
+                 a.dtype,
+                 false,
+                 a.rows,
+                 a.d,
+                 {{a.x, a.dtype}, {s, a.dtype}, {a.gamma, DType::f32}, {a.beta, DType::f32}}},
+                "layer_norm_forward", op);
   push.rows_per_group = plan.rows_per_group;
-  const Kernel& k =
-      dev.kernel({with_dtype(plan.kernel, a.dtype), 9, sizeof push, {plan.workgroup_size}});
+  KernelSpec spec{
+      with_dtype(plan.kernel, a.dtype), 9, sizeof push, {plan.workgroup_size, plan.kept_runs}};
+  if (plan.texel) spec.texel_buffers = 0xFu;  // bindings 0..3
+  const Kernel& k = dev.kernel(spec);
   // Unused bindings get a buffer the kernel never touches in that mode, declared as read so
   // that they add no dependencies (h aliases y in plain mode and is declared with y's write).
   rec.dispatch(
       k,
-      {in(a.x), in(residual ? a.s : a.x), in(a.gamma), in(a.beta), out(a.y),
+      {read_arg(plan, a.x, a.dtype), read_arg(plan, s, a.dtype),
+       read_arg(plan, a.gamma, DType::f32), read_arg(plan, a.beta, DType::f32), out(a.y),
        residual ? inout(a.h) : out(a.y), out(a.mean), out(a.rstd), in(dropout ? a.step : a.gamma)},
       push, plan.groups);
 }
@@ -194,13 +270,24 @@ void layer_norm_backward(Device& dev, Recorder& rec, const LayerNormBackwardArgs
          a.accumulate_dx ? 1u : 0u,
          1,
          a.batch_row_rows};
-  const RowPlan plan = plan_rows(dev, a.reduce, a.workgroup_size, a.dtype, true, a.rows, a.d,
+  const RowPlan plan = plan_rows(dev,
+                                 {a.reduce,
+                                  a.workgroup_size,
+                                  a.reads,
+                                  a.dtype,
+                                  true,
+                                  a.rows,
+                                  a.d,
+                                  {{a.dy, a.dtype}, {a.h, a.dtype}, {a.gamma, DType::f32}}},
                                  "layer_norm_backward", op);
   push.rows_per_group = plan.rows_per_group;
-  const Kernel& k =
-      dev.kernel({with_dtype(plan.kernel, a.dtype), 8, sizeof push, {plan.workgroup_size}});
+  KernelSpec spec{
+      with_dtype(plan.kernel, a.dtype), 8, sizeof push, {plan.workgroup_size, plan.kept_runs}};
+  if (plan.texel) spec.texel_buffers = 0x7u;  // bindings 0..2
+  const Kernel& k = dev.kernel(spec);
   rec.dispatch(k,
-               {in(a.dy), in(a.h), in(a.gamma), in(a.mean), in(a.rstd),
+               {read_arg(plan, a.dy, a.dtype), read_arg(plan, a.h, a.dtype),
+                read_arg(plan, a.gamma, DType::f32), in(a.mean), in(a.rstd),
                 a.accumulate_dx ? inout(a.dx) : out(a.dx), residual ? out(a.ds) : out(a.dx),
                 in(dropout ? a.step : a.gamma)},
                push, plan.groups);

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "engine/device.h"
+#include "engine/ops/elementwise.h"
 #include "engine/recorder.h"
 #include "engine/tensor.h"
 
@@ -40,6 +41,10 @@ struct LayerNormForwardArgs {
   // Tuning, normally left to the device: 0 = pick; else a power of two.
   uint32_t workgroup_size = 0;
   RowReduce reduce = RowReduce::automatic;
+  // x, s, gamma and beta through texel views or storage buffers (RowKernelConfig::Reads).
+  // Forced texel reads are an error where a view does not fit a buffer; automatic ones (the
+  // default or the tuning) fall back to the storage buffers there.
+  RowKernelConfig::Reads reads = RowKernelConfig::Reads::automatic;
 };
 
 struct LayerNormBackwardArgs {
@@ -64,6 +69,7 @@ struct LayerNormBackwardArgs {
   bool accumulate_params = false;  // dgamma += ..., dbeta += ...
   uint32_t workgroup_size = 0;
   RowReduce reduce = RowReduce::automatic;
+  RowKernelConfig::Reads reads = RowKernelConfig::Reads::automatic;  // dy, h and gamma, as above
 };
 
 void layer_norm_forward(Device& dev, Recorder& rec, const LayerNormForwardArgs& a);

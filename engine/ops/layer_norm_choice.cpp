@@ -31,7 +31,10 @@ bool parse_row_reduce(const std::string& name, RowReduce& out) {
 }
 
 std::string describe(const LayerNormConfig& c) {
-  return std::string(row_reduce_name(c.reduce)) + " wg" + std::to_string(c.workgroup_size);
+  const char* reads = c.reads == RowKernelConfig::Reads::texel     ? " texel"
+                      : c.reads == RowKernelConfig::Reads::storage ? " storage"
+                                                                   : "";
+  return std::string(row_reduce_name(c.reduce)) + " wg" + std::to_string(c.workgroup_size) + reads;
 }
 
 std::string layer_norm_shape_class(const LayerNormProblem& p) {
@@ -52,7 +55,9 @@ LayerNormConfig layer_norm_default_config(const DeviceInfo& info, uint32_t d) {
   const uint32_t wg = r == RowReduce::subgroup_rows
                           ? 64
                           : std::clamp<uint32_t>(std::bit_ceil((d + 3) / 4), 32, 256);
-  return {std::min(wg, std::bit_floor(limit)), r};
+  // Storage-buffer reads: texel views made the kernels faster on Mesa 22.3's lavapipe only
+  // (bench/README.md), so the tuner times them on the device in front of it.
+  return {std::min(wg, std::bit_floor(limit)), r, RowKernelConfig::Reads::storage};
 }
 
 std::string layer_norm_config_misfit(const DeviceInfo& info, const LayerNormConfig& c) {
@@ -72,12 +77,15 @@ LayerNormChoice choose_layer_norm(const DeviceInfo& info, const Tuning* tuning,
   if (tuning) {
     const std::string cls = layer_norm_shape_class(p);
     if (auto it = tuning->layer_norm.find(cls); it != tuning->layer_norm.end()) {
-      const std::string misfit = layer_norm_config_misfit(info, it->second);
+      LayerNormConfig tuned = it->second;
+      if (tuned.reads == RowKernelConfig::Reads::automatic)
+        tuned.reads = RowKernelConfig::Reads::storage;
+      const std::string misfit = layer_norm_config_misfit(info, tuned);
       if (misfit.empty())
-        return {it->second, ConfigSource::tuned,
-                "tuned for " + cls + " (" + describe(it->second) + ", " + tuning->origin + ")"};
+        return {tuned, ConfigSource::tuned,
+                "tuned for " + cls + " (" + describe(tuned) + ", " + tuning->origin + ")"};
       passed_over =
-          "; the tuned " + describe(it->second) + " for " + cls + " was passed over: " + misfit;
+          "; the tuned " + describe(tuned) + " for " + cls + " was passed over: " + misfit;
     }
   }
   const LayerNormConfig c = layer_norm_default_config(info, p.d);

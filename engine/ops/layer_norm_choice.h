@@ -20,6 +20,9 @@ namespace vkf::ops {
 struct LayerNormConfig {
   uint32_t workgroup_size = 0;  // a power of two
   RowReduce reduce = RowReduce::automatic;
+  // The inputs through texel views or storage buffers; automatic (a tuning file from before the
+  // reads were tuned) is the default's.
+  RowKernelConfig::Reads reads = RowKernelConfig::Reads::automatic;
   bool operator==(const LayerNormConfig&) const = default;
 };
 
@@ -32,20 +35,20 @@ struct LayerNormProblem {
 const char* row_reduce_name(RowReduce r);  // "automatic", "shared", "subgroup", "subgroup_rows"
 // nullopt-like: returns false when `name` is none of those.
 bool parse_row_reduce(const std::string& name, RowReduce& out);
-// "subgroup_rows wg64".
+// "subgroup_rows wg64", with " texel" or " storage" where the reads are set.
 std::string describe(const LayerNormConfig& c);
 
 // The tuning file's key: "f32/fwd/d512", d rounded up to a power of two from 32 ("big" past
 // 4096). The rows do not enter it: each is reduced alone.
 std::string layer_norm_shape_class(const LayerNormProblem& p);
 
-// The static rule's configuration for rows of d columns, both fields resolved.
+// The static rule's configuration for rows of d columns, every field resolved.
 LayerNormConfig layer_norm_default_config(const DeviceInfo& info, uint32_t d);
 // Why `info` cannot run the complete configuration `c`, or "".
 std::string layer_norm_config_misfit(const DeviceInfo& info, const LayerNormConfig& c);
 
 struct LayerNormChoice {
-  LayerNormConfig config;  // both fields resolved
+  LayerNormConfig config;  // every field resolved
   ConfigSource source = ConfigSource::table;
   std::string why;
 };

@@ -113,7 +113,8 @@ TEST_CASE("attention, LayerNorm and cross-entropy choices: tuned or the default,
   CHECK(a.tiles.path == ops::AttentionPath::rows);
   CHECK_THAT(a.why, Catch::Contains("rows path"));
   const ops::LayerNormChoice l = ops::choose_layer_norm(cpu, nullptr, {DType::f32, false, 64, 512});
-  CHECK(l.config == ops::LayerNormConfig{64, ops::RowReduce::subgroup_rows});
+  CHECK(l.config == ops::LayerNormConfig{64, ops::RowReduce::subgroup_rows,
+                                         ops::RowKernelConfig::Reads::storage});
   const ops::CrossEntropyChoice c = ops::choose_cross_entropy(cpu, nullptr, {DType::f32, 9, 8000});
   CHECK(c.config.workgroup_size == 256);
   CHECK(c.config.subgroup == ops::RowKernelConfig::Subgroup::on);
@@ -148,7 +149,12 @@ TEST_CASE("attention, LayerNorm and cross-entropy choices: tuned or the default,
             .source == ops::ConfigSource::table);
   const ops::LayerNormChoice tl = ops::choose_layer_norm(cpu, &tuning, {DType::f32, false, 7, 400});
   CHECK(tl.source == ops::ConfigSource::tuned);
-  CHECK(tl.config == ops::LayerNormConfig{128, ops::RowReduce::shared});
+  // An entry from before the reads were tuned reads the default's way (storage buffers).
+  CHECK(tl.config ==
+        ops::LayerNormConfig{128, ops::RowReduce::shared, ops::RowKernelConfig::Reads::storage});
+  tuning.layer_norm["f32/fwd/d512"].reads = ops::RowKernelConfig::Reads::texel;
+  CHECK(ops::choose_layer_norm(cpu, &tuning, {DType::f32, false, 7, 400}).config.reads ==
+        ops::RowKernelConfig::Reads::texel);
   CHECK(ops::choose_layer_norm(cpu, &tuning, {DType::f32, true, 7, 400}).source ==
         ops::ConfigSource::table);
   const ops::CrossEntropyChoice tc = ops::choose_cross_entropy(cpu, &tuning, {DType::f32, 3, 9000});
@@ -291,9 +297,12 @@ VKF_TEST_CASE("attention, LayerNorm and cross-entropy run the device's tuning, f
     return std::make_pair(seq.kernel_names(), dev->download<uint32_t>(y, rows * d));
   };
   const ops::LayerNormConfig def = ops::layer_norm_default_config(info, d);
-  const ops::LayerNormConfig other = def.reduce == ops::RowReduce::shared
-                                         ? ops::LayerNormConfig{64, ops::RowReduce::subgroup_rows}
-                                         : ops::LayerNormConfig{32, ops::RowReduce::shared};
+  // The other reduction, reading through texel views.
+  const ops::LayerNormConfig other =
+      def.reduce == ops::RowReduce::shared
+          ? ops::LayerNormConfig{64, ops::RowReduce::subgroup_rows,
+                                 ops::RowKernelConfig::Reads::texel}
+          : ops::LayerNormConfig{32, ops::RowReduce::shared, ops::RowKernelConfig::Reads::texel};
   const auto norm_untuned = run_norm(f);
   tuning->layer_norm[ops::layer_norm_shape_class({DType::f32, false, rows, d})] = other;
   dev->set_tuning(tuning);
@@ -305,6 +314,7 @@ VKF_TEST_CASE("attention, LayerNorm and cross-entropy run the device's tuning, f
   dev->set_tuning(nullptr);
   ops::LayerNormForwardArgs norm_forced = f;
   norm_forced.reduce = other.reduce, norm_forced.workgroup_size = other.workgroup_size;
+  norm_forced.reads = other.reads;
   CHECK(run_norm(norm_forced) == norm_tuned);
 
   // Cross-entropy: shared-memory reductions where the default takes subgroups.
@@ -373,6 +383,10 @@ VKF_TEST_CASE("family tuners: the fastest correct candidate wins, by a fake time
   const auto ln = tune::layer_norm_candidates(info, lp);
   REQUIRE(ln.size() >= 4);
   CHECK(ln.front() == ops::layer_norm_default_config(info, lp.d));
+  // The first alternative is the default's other read path, the same kernel otherwise.
+  CHECK(ln[1].reads == ops::RowKernelConfig::Reads::texel);
+  CHECK(ln[1].reduce == ln[0].reduce);
+  CHECK(ln[1].workgroup_size == ln[0].workgroup_size);
   FakeTimer lt(described(ln), {{0, 1.0}, {1, 0.3}, {3, 0.2}});
   const TunedLayerNorm tl = tune::tune_layer_norm(*dev, lp, lt, short_search(4), far_deadline());
   CHECK(tl.config == ln[3]);
@@ -619,7 +633,7 @@ TEST_CASE("tuning file: attention, LayerNorm and cross-entropy entries round-tri
   TunedLayerNorm l;
   l.shape = {DType::f32, true, 4096, 512};
   l.shape_class = ops::layer_norm_shape_class(l.shape);
-  l.config = {128, ops::RowReduce::subgroup};
+  l.config = {128, ops::RowReduce::subgroup, ops::RowKernelConfig::Reads::texel};
   f.layer_norm.push_back(l);
   TunedCrossEntropy c;
   c.shape = {DType::f32, 4096, 8000};
@@ -665,4 +679,10 @@ TEST_CASE("tuning file: attention, LayerNorm and cross-entropy entries round-tri
                     Catch::Contains("malformed") && Catch::Contains("not its shape's"));
   CHECK_THROWS_WITH(read_tuning_file(edited("\"rows\": 3", "\"rows\": 0")),
                     Catch::Contains("malformed") && Catch::Contains("rows per lane"));
+  CHECK_THROWS_WITH(read_tuning_file(edited("\"reads\": \"texel\"", "\"reads\": \"vector\"")),
+                    Catch::Contains("malformed") && Catch::Contains("reads 'vector'"));
+  // A LayerNorm entry from before the reads were tuned has none: the default's, when chosen.
+  const TuningFile old =
+      read_tuning_file(edited("\"reads\": \"texel\",\n        \"reduce\"", "\"reduce\""));
+  CHECK(old.layer_norm.at(0).config.reads == ops::RowKernelConfig::Reads::automatic);
 }

@@ -7,8 +7,10 @@
 #include <tuple>
 
 #include "engine/ops/layer_norm.h"
+#include "engine/ops/layer_norm_choice.h"
 #include "engine/philox.h"
 #include "engine/step_scalars.h"
+#include "engine/tuning.h"
 #include "tests/reference/layer_norm.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
@@ -52,6 +54,7 @@ struct Case {
   uint32_t wg;
   ops::RowReduce reduce;
   DType dtype = DType::f32;  // storage of x, s, y, h, dy, dx, ds
+  ops::RowKernelConfig::Reads reads = ops::RowKernelConfig::Reads::automatic;
 };
 
 // Inputs for one case: x has an offset so that the variance pass must not cancel. The [rows, d]
@@ -135,6 +138,7 @@ GpuResult run_gpu(const Case& c, const Inputs& in, uint32_t seed, uint32_t step,
   f.batch_row_rows = share.len;
   f.workgroup_size = c.wg;
   f.reduce = c.reduce;
+  f.reads = c.reads;
   ops::layer_norm_forward(dev, rec, f);
 
   ops::LayerNormBackwardArgs b;
@@ -159,6 +163,7 @@ GpuResult run_gpu(const Case& c, const Inputs& in, uint32_t seed, uint32_t step,
   b.accumulate_params = !dparam0.empty();
   b.workgroup_size = c.wg;
   b.reduce = c.reduce;
+  b.reads = c.reads;
   ops::layer_norm_backward(dev, rec, b);
   rec.finish().run();
 
@@ -181,7 +186,8 @@ std::vector<double> plus(std::vector<double> a, const std::vector<float>& b) {
 
 void check_case(const Case& c, uint32_t seed) {
   INFO("rows " << c.rows << " d " << c.d << " residual " << c.residual << " p " << c.p << " wg "
-               << c.wg << " reduce " << int(c.reduce) << " " << dtype_name(c.dtype));
+               << c.wg << " reduce " << int(c.reduce) << " " << dtype_name(c.dtype) << " reads "
+               << int(c.reads));
   Inputs in(c.rows, c.d, seed, c.dtype);
   const uint32_t n = c.rows * c.d;
   const Tolerances& tol = c.dtype == DType::f16 ? k_tol_f16 : k_tol_f32;
@@ -234,16 +240,21 @@ VKF_TEST_CASE("layer_norm forward and backward match the reference", "[shaders][
       {{1, 1}, {3, 7}, {5, 64}, {4, 100}, {3, 513}, {2, 1024}, {2, 4096}, {70, 33}}));
   uint32_t seed = rows * 131 + d;
   for (bool residual : {false, true})
-    check_case({rows, d, residual, residual ? 0.25f : 0.0f, 0, ops::RowReduce::automatic},
-               seed + residual);
+    for (auto reads : {ops::RowKernelConfig::Reads::automatic, ops::RowKernelConfig::Reads::texel})
+      check_case({rows, d, residual, residual ? 0.25f : 0.0f, 0, ops::RowReduce::automatic,
+                  DType::f32, reads},
+                 seed + residual);
 }
 
-// Every reduction path with every workgroup size, in storage type t.
+// Every reduction path with every workgroup size and both ways of reading, in storage type t.
+// With 4 invocations a row of 513 columns is longer than the runs a lane keeps in registers.
 void check_every_path(ops::RowReduce reduce, DType t) {
   if (reduce != ops::RowReduce::shared && !test::device().info().subgroup_arithmetic) return;
-  for (uint32_t wg : {4u, 32u, 64u, 128u, 256u})  // 4: a partial subgroup
-    for (auto [rows, d] : {std::pair{3u, 7u}, {2u, 513u}, {4u, 100u}})
-      check_case({rows, d, true, 0.1f, wg, reduce, t}, wg + d + rows);
+  using Reads = ops::RowKernelConfig::Reads;
+  for (Reads reads : {Reads::storage, Reads::texel})
+    for (uint32_t wg : {4u, 32u, 64u, 128u, 256u})  // 4: a partial subgroup
+      for (auto [rows, d] : {std::pair{3u, 7u}, {2u, 513u}, {4u, 100u}})
+        check_case({rows, d, true, 0.1f, wg, reduce, t, reads}, wg + d + rows);
 }
 
 VKF_TEST_CASE("layer_norm: every workgroup size and reduction path", "[shaders][layer_norm]") {
@@ -465,6 +476,56 @@ VKF_TEST_CASE("layer_norm rejects bad shapes and buffers", "[shaders][layer_norm
     CHECK_NOTHROW(ops::layer_norm_forward(dev, rec, f));
     f.d = 65;
     REQUIRE_THROWS_WITH(ops::layer_norm_forward(dev, rec, f), Catch::Contains("needs 130 f16"));
+  }
+}
+
+// Texel reads: forced where a view cannot start (an offset off the device's texel-buffer
+// alignment), an error that says so; from the tuning, the _texel kernels, with the same bits as
+// the storage buffers' (a texel fetch of R32F is exact).
+VKF_TEST_CASE(
+    "layer_norm texel reads: tuned ones give the storage reads' bits, a misfit forced is "
+    "an error",
+    "[shaders][layer_norm][tune]") {
+  auto dev = test::new_device();
+  const uint32_t rows = 3, d = 40, n = rows * d;
+  Buffer x = upload(*dev, test::random_floats(n, 3), "x");
+  Buffer gamma = upload(*dev, test::random_floats(d, 4), "gamma");
+  Buffer beta = upload(*dev, test::random_floats(d, 5), "beta");
+  Buffer y = dev->allocate(n * 4, "y"), mean = dev->allocate(rows * 4, "mean"),
+         rstd = dev->allocate(rows * 4, "rstd");
+  ops::LayerNormForwardArgs f;
+  f.x = x, f.gamma = gamma, f.beta = beta, f.y = y, f.mean = mean, f.rstd = rstd;
+  f.rows = rows, f.d = d;
+  auto run = [&](const ops::LayerNormForwardArgs& a) {
+    dev->upload(y, poisoned(n));
+    Recorder rec(*dev);
+    ops::layer_norm_forward(*dev, rec, a);
+    Sequence seq = rec.finish();
+    seq.run();
+    return std::make_pair(seq.kernel_names(), dev->download<uint32_t>(y, n));
+  };
+  const auto storage = run(f);
+  CHECK(storage.first.at(0).find("_texel") == std::string::npos);
+
+  auto tuning = std::make_shared<Tuning>();
+  tuning->origin = "test";
+  const ops::LayerNormConfig def = ops::layer_norm_default_config(dev->info(), d);
+  tuning->layer_norm[ops::layer_norm_shape_class({DType::f32, false, rows, d})] = {
+      def.workgroup_size, def.reduce, ops::RowKernelConfig::Reads::texel};
+  dev->set_tuning(tuning);
+  const auto texel = run(f);
+  dev->set_tuning(nullptr);
+  CHECK(texel.first.at(0).find("_texel") != std::string::npos);
+  CHECK(texel.second == storage.second);
+
+  if (const uint64_t align = dev->info().texel_buffer_alignment; align > 4) {
+    Buffer big = dev->allocate(align + n * 4, "x at an offset");
+    ops::LayerNormForwardArgs forced = f;
+    forced.x = big.ref().slice(4, n * 4);
+    forced.reads = ops::RowKernelConfig::Reads::texel;
+    Recorder rec(*dev);
+    REQUIRE_THROWS_WITH(ops::layer_norm_forward(*dev, rec, forced),
+                        Catch::Contains("texel view") && Catch::Contains("no multiple of"));
   }
 }
 
