@@ -252,9 +252,13 @@ void check_every_path(ops::RowReduce reduce, DType t) {
   if (reduce != ops::RowReduce::shared && !test::device().info().subgroup_arithmetic) return;
   using Reads = ops::RowKernelConfig::Reads;
   for (Reads reads : {Reads::storage, Reads::texel})
-    for (uint32_t wg : {4u, 32u, 64u, 128u, 256u})  // 4: a partial subgroup
+    for (uint32_t wg : {4u, 32u, 64u, 128u, 256u}) {  // 4: a partial subgroup
+      // The reads differ in their loads alone: texel views at two sizes spare Mesa 25's lavapipe
+      // half a minute of compiling.
+      if (reads == Reads::texel && wg != 4 && wg != 64) continue;
       for (auto [rows, d] : {std::pair{3u, 7u}, {2u, 513u}, {4u, 100u}})
         check_case({rows, d, true, 0.1f, wg, reduce, t, reads}, wg + d + rows);
+    }
 }
 
 VKF_TEST_CASE("layer_norm: every workgroup size and reduction path", "[shaders][layer_norm]") {
