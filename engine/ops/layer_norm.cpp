@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <span>
 #include <string>
 
 #include "engine/error.h"
@@ -106,8 +107,11 @@ VkFormat texel_format(DType t) {
   return t == DType::f16 ? VK_FORMAT_R16_SFLOAT : VK_FORMAT_R32_SFLOAT;
 }
 
+// An input a texel-reading variant views: its buffer and storage type.
+using TexelInput = std::pair<BufferRef, DType>;
+
 // What the caller asked of the kernel (LayerNorm{Forward,Backward}Args' tuning fields) and the
-// inputs a texel-reading variant would view: (buffer, storage type) pairs.
+// inputs a texel-reading variant would view.
 struct PlanRequest {
   RowReduce reduce;
   uint32_t workgroup_size;
@@ -115,15 +119,15 @@ struct PlanRequest {
   DType dtype;
   bool backward;
   uint32_t rows, d;
-  std::vector<std::pair<BufferRef, DType>> texel_inputs;
+  std::span<const TexelInput> texel_inputs;
 };
 
 // Whether the inputs are read through texel views. Forced texel reads that a view cannot take
 // are an error; texel reads from the tuning fall back to the storage buffers.
-bool use_texels(const Device& dev, const PlanRequest& q, RowKernelConfig::Reads reads, bool forced,
-                const char* op) {
+bool use_texels(const Device& dev, std::span<const TexelInput> inputs, RowKernelConfig::Reads reads,
+                bool forced, const char* op) {
   if (reads != RowKernelConfig::Reads::texel) return false;
-  for (const auto& [buffer, type] : q.texel_inputs) {
+  for (const auto& [buffer, type] : inputs) {
     std::string why = texel_view_misfit(dev.info(), buffer, texel_format(type));
     if (why.empty() && buffer.size / dtype_bytes(type) > 0x7fffffffu)
       why = "more than 2^31 elements (texelFetch takes an int)";
@@ -135,19 +139,16 @@ bool use_texels(const Device& dev, const PlanRequest& q, RowKernelConfig::Reads 
   return true;
 }
 
-RowPlan plan_rows(const Device& dev, PlanRequest q, const std::string& base, const char* op) {
+RowPlan plan_rows(const Device& dev, const PlanRequest& q, const std::string& base,
+                  const char* op) {
   const bool reads_forced = q.reads != RowKernelConfig::Reads::automatic;
-  if (q.reduce == RowReduce::automatic && q.workgroup_size == 0 && !reads_forced) {
+  LayerNormConfig asked{q.workgroup_size, q.reduce, q.reads};
+  if (q.reduce == RowReduce::automatic && q.workgroup_size == 0 && !reads_forced)
     // Nothing forced: the device's tuning for the shape class, else the static rule.
-    const LayerNormConfig c =
-        choose_layer_norm(dev.info(), dev.tuning(), {q.dtype, q.backward, q.rows, q.d}).config;
-    q.reduce = c.reduce;
-    q.workgroup_size = c.workgroup_size;
-    q.reads = c.reads;
-  }
-  const RowReduce r = resolve_reduce(dev, q.reduce, q.d, op);
-  const uint32_t wg = pick_workgroup(dev, q.d, q.workgroup_size, r, op);
-  const bool texel = use_texels(dev, q, q.reads, reads_forced, op);
+    asked = choose_layer_norm(dev.info(), dev.tuning(), {q.dtype, q.backward, q.rows, q.d}).config;
+  const RowReduce r = resolve_reduce(dev, asked.reduce, q.d, op);
+  const uint32_t wg = pick_workgroup(dev, q.d, asked.workgroup_size, r, op);
+  const bool texel = use_texels(dev, q.texel_inputs, asked.reads, reads_forced, op);
   const std::string reads = texel ? "_texel" : "";
   if (r == RowReduce::shared)
     return {base + reads, wg, 1, groups_1d(q.rows, 1), kept_runs(dev, q.d, wg), texel};
@@ -208,16 +209,10 @@ void layer_norm_forward(Device& dev, Recorder& rec, const LayerNormForwardArgs& 
       a.rows,          a.d, a.eps, dropout ? a.dropout : 0.0f, a.tensor_id, residual ? 1u : 0u, 1,
       a.batch_row_rows};
   const BufferRef& s = residual ? a.s : a.x;
+  const std::array<TexelInput, 4> viewed{
+      {{a.x, a.dtype}, {s, a.dtype}, {a.gamma, DType::f32}, {a.beta, DType::f32}}};
   const RowPlan plan =
-      plan_rows(dev,
-                {a.reduce,
-                 a.workgroup_size,
-                 a.reads,
-                 a.dtype,
-                 false,
-                 a.rows,
-                 a.d,
-                 {{a.x, a.dtype}, {s, a.dtype}, {a.gamma, DType::f32}, {a.beta, DType::f32}}},
+      plan_rows(dev, {a.reduce, a.workgroup_size, a.reads, a.dtype, false, a.rows, a.d, viewed},
                 "layer_norm_forward", op);
   push.rows_per_group = plan.rows_per_group;
   KernelSpec spec{
@@ -270,16 +265,10 @@ void layer_norm_backward(Device& dev, Recorder& rec, const LayerNormBackwardArgs
          a.accumulate_dx ? 1u : 0u,
          1,
          a.batch_row_rows};
-  const RowPlan plan = plan_rows(dev,
-                                 {a.reduce,
-                                  a.workgroup_size,
-                                  a.reads,
-                                  a.dtype,
-                                  true,
-                                  a.rows,
-                                  a.d,
-                                  {{a.dy, a.dtype}, {a.h, a.dtype}, {a.gamma, DType::f32}}},
-                                 "layer_norm_backward", op);
+  const std::array<TexelInput, 3> viewed{{{a.dy, a.dtype}, {a.h, a.dtype}, {a.gamma, DType::f32}}};
+  const RowPlan plan =
+      plan_rows(dev, {a.reduce, a.workgroup_size, a.reads, a.dtype, true, a.rows, a.d, viewed},
+                "layer_norm_backward", op);
   push.rows_per_group = plan.rows_per_group;
   KernelSpec spec{
       with_dtype(plan.kernel, a.dtype), 8, sizeof push, {plan.workgroup_size, plan.kept_runs}};
