@@ -69,6 +69,15 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
   return VK_FALSE;
 }
 
+// Vulkan 1.2 is what the engine needs; 1.3 where the loader has it, since SPIR-V 1.6 (which
+// GL_NV_cooperative_matrix2 requires: shaders/matmul_coopmat_nv2.comp) needs a device used at
+// 1.3. A device below 1.3 is still used at its own version.
+uint32_t api_version_to_request() {
+  uint32_t loader = VK_API_VERSION_1_0;
+  if (vkEnumerateInstanceVersion(&loader) != VK_SUCCESS) loader = VK_API_VERSION_1_0;
+  return loader >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2;
+}
+
 }  // namespace
 
 void ValidationLog::add(std::string message) {
@@ -95,7 +104,7 @@ Instance::Instance(const InstanceOptions& options) : owned_(true) {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = options.application_name.c_str();
   app.pEngineName = "vkformer";
-  app.apiVersion = VK_API_VERSION_1_2;
+  app.apiVersion = api_version_to_request();
 
   std::vector<const char*> layers;
   std::vector<const char*> extensions;
