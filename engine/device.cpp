@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "engine/error.h"
-#include "engine/vk_coopmat_khr.h"
+#include "engine/vk_coopmat_nv2.h"
 
 namespace vkf {
 namespace {
@@ -53,6 +53,9 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
     if (has(exts, e)) enable.push_back(e);
   // Only with its feature and compute stage (DeviceInfo::khr_coopmat), which the shaders need.
   if (info.khr_coopmat) enable.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  // Likewise VK_NV_cooperative_matrix2, only with all that shaders/matmul_coopmat_nv2.comp uses.
+  const bool nv2 = info.nv_coopmat2.matmul_features();
+  if (nv2) enable.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
 
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -93,6 +96,15 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
   if (info.khr_coopmat) {
     khr_coop.cooperativeMatrix = VK_TRUE;
     *tail = &khr_coop;
+    tail = &khr_coop.pNext;
+  }
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV nv2_coop{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  if (nv2) {
+    nv2_coop.cooperativeMatrixWorkgroupScope = nv2_coop.cooperativeMatrixFlexibleDimensions =
+        nv2_coop.cooperativeMatrixTensorAddressing =
+            nv2_coop.cooperativeMatrixPerElementOperations = VK_TRUE;
+    *tail = &nv2_coop;
   }
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &f11;
@@ -134,6 +146,7 @@ Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& in
   info_.fp16 = info_.int8 = info_.storage16 = info_.nv_coopmat = info_.khr_coopmat = false;
   info_.nv_coopmat_f16_16x16x16 = info_.vulkan_memory_model = false;
   info_.khr_coopmat_shapes.clear();
+  info_.nv_coopmat2 = {};
   info_.subgroup_size_control = false;
   info_.memory_budget = false;
   info_.external_memory_host = false;

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "engine/error.h"
-#include "engine/vk_coopmat_khr.h"
+#include "engine/vk_coopmat_nv2.h"
 
 namespace vkf {
 namespace {
@@ -89,6 +89,29 @@ std::vector<CoopmatShape> khr_coopmat_shapes(VkInstance instance, VkPhysicalDevi
   return out;
 }
 
+// The flexible-dimension shapes VK_NV_cooperative_matrix2 lists (granularities in m, n, k).
+std::vector<CoopmatShape> nv_coopmat2_shapes(VkInstance instance, VkPhysicalDevice physical) {
+  if (instance == VK_NULL_HANDLE) return {};
+  auto get =
+      reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV>(
+          vkGetInstanceProcAddr(
+              instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
+  if (get == nullptr) return {};
+  uint32_t n = 0;
+  if (get(physical, &n, nullptr) != VK_SUCCESS || n == 0) return {};
+  std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> props(n);
+  for (auto& p : props)
+    p = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV};
+  if (get(physical, &n, props.data()) < 0) return {};  // VK_INCOMPLETE fills the first n
+  props.resize(n);
+  std::vector<CoopmatShape> out;
+  for (const auto& p : props)
+    out.push_back({p.MGranularity, p.NGranularity, p.KGranularity, uint32_t(p.AType),
+                   uint32_t(p.BType), uint32_t(p.CType), uint32_t(p.ResultType),
+                   p.saturatingAccumulation != 0, uint32_t(p.scope), p.workgroupInvocations});
+  return out;
+}
+
 const char* component_name(uint32_t t) {
   static const char* const names[] = {"f16", "f32", "f64", "s8",  "s16", "s32",
                                       "s64", "u8",  "u16", "u32", "u64"};
@@ -112,10 +135,14 @@ int type_rank(VkPhysicalDeviceType t) {
 
 }  // namespace
 
-bool CoopmatShape::f16_f32_subgroup() const {
+bool CoopmatShape::f16_f32() const {
   return a_type == VK_COMPONENT_TYPE_FLOAT16_KHR && b_type == VK_COMPONENT_TYPE_FLOAT16_KHR &&
          c_type == VK_COMPONENT_TYPE_FLOAT32_KHR && result_type == VK_COMPONENT_TYPE_FLOAT32_KHR &&
-         !saturating && scope == VK_SCOPE_SUBGROUP_KHR;
+         !saturating;
+}
+
+bool CoopmatShape::f16_f32_subgroup() const {
+  return f16_f32() && scope == VK_SCOPE_SUBGROUP_KHR;
 }
 
 std::string CoopmatShape::describe() const {
@@ -123,7 +150,11 @@ std::string CoopmatShape::describe() const {
                   component_name(a_type) + "*" + component_name(b_type) + "+" +
                   component_name(c_type) + "->" + component_name(result_type);
   if (saturating) s += " saturating";
-  if (scope != VK_SCOPE_SUBGROUP_KHR) s += " scope " + std::to_string(scope);
+  if (scope == VK_SCOPE_WORKGROUP_KHR)
+    s += " workgroup";
+  else if (scope != VK_SCOPE_SUBGROUP_KHR)
+    s += " scope " + std::to_string(scope);
+  if (workgroup_invocations != 0) s += " wg" + std::to_string(workgroup_invocations);
   return s;
 }
 
@@ -196,6 +227,7 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
   vkEnumerateDeviceExtensionProperties(physical, nullptr, &ext_count, exts.data());
   info.nv_coopmat = has_extension(exts, "VK_NV_cooperative_matrix");
   info.khr_coopmat = has_extension(exts, "VK_KHR_cooperative_matrix");
+  info.nv_coopmat2.listed = has_extension(exts, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
   info.memory_budget = has_extension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   info.external_memory_host = has_extension(exts, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
 
@@ -235,7 +267,13 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
   }
   VkPhysicalDeviceCooperativeMatrixPropertiesKHR khr_props{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
-  if (info.khr_coopmat) *tail = &khr_props;
+  if (info.khr_coopmat) {
+    *tail = &khr_props;
+    tail = &khr_props.pNext;
+  }
+  VkPhysicalDeviceCooperativeMatrix2PropertiesNV nv2_props{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
+  if (info.nv_coopmat2.listed) *tail = &nv2_props;
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &driver;
   vkGetPhysicalDeviceProperties2(physical, &props2);
@@ -301,7 +339,13 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
   }
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR khr_features{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
-  if (info.khr_coopmat) *ftail = &khr_features;
+  if (info.khr_coopmat) {
+    *ftail = &khr_features;
+    ftail = &khr_features.pNext;
+  }
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV nv2_features{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  if (info.nv_coopmat2.listed) *ftail = &nv2_features;
   VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features2.pNext = &f11;
   vkGetPhysicalDeviceFeatures2(physical, &features2);
@@ -326,6 +370,19 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
   info.khr_coopmat = info.khr_coopmat && khr_features.cooperativeMatrix &&
                      (khr_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
   if (info.khr_coopmat) info.khr_coopmat_shapes = khr_coopmat_shapes(instance, physical);
+  // VK_NV_cooperative_matrix2 builds on the KHR extension, which must be usable too.
+  Coopmat2Info& nv2 = info.nv_coopmat2;
+  nv2.listed = nv2.listed && info.khr_coopmat;
+  if (nv2.listed) {
+    nv2.workgroup_scope = nv2_features.cooperativeMatrixWorkgroupScope;
+    nv2.flexible_dimensions = nv2_features.cooperativeMatrixFlexibleDimensions;
+    nv2.tensor_addressing = nv2_features.cooperativeMatrixTensorAddressing;
+    nv2.per_element_operations = nv2_features.cooperativeMatrixPerElementOperations;
+    nv2.max_workgroup_size = nv2_props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
+    nv2.max_dimension = nv2_props.cooperativeMatrixFlexibleDimensionsMaxDimension;
+    nv2.reserved_shared_memory = nv2_props.cooperativeMatrixWorkgroupScopeReservedSharedMemory;
+    if (nv2.flexible_dimensions) nv2.flexible_shapes = nv_coopmat2_shapes(instance, physical);
+  }
 
   VkPhysicalDeviceMemoryProperties mem;
   vkGetPhysicalDeviceMemoryProperties(physical, &mem);
@@ -424,6 +481,18 @@ std::string devices_table(const std::vector<DeviceInfo>& devices) {
       for (const auto& shape : d.khr_coopmat_shapes) s << " " << shape.describe() << ";";
       s << "\n";
     }
+    if (d.nv_coopmat2.listed) {
+      const Coopmat2Info& c = d.nv_coopmat2;
+      s << "    NV cooperative matrix 2: workgroup scope " << (c.workgroup_scope ? "yes" : "no")
+        << ", flexible dimensions " << (c.flexible_dimensions ? "yes" : "no")
+        << ", tensor addressing " << (c.tensor_addressing ? "yes" : "no")
+        << ", per-element operations " << (c.per_element_operations ? "yes" : "no") << "\n";
+      if (!c.flexible_shapes.empty()) {
+        s << "    NV flexible shapes (granularities):";
+        for (const auto& shape : c.flexible_shapes) s << " " << shape.describe() << ";";
+        s << "\n";
+      }
+    }
   }
   return s.str();
 }
@@ -434,18 +503,37 @@ std::string devices_json(const std::vector<DeviceInfo>& devices) {
     nlohmann::json heaps = nlohmann::json::array();
     for (const auto& h : d.heaps)
       heaps.push_back({{"size_bytes", h.size_bytes}, {"device_local", h.device_local}});
-    nlohmann::json khr_shapes = nlohmann::json::array();
-    for (const auto& c : d.khr_coopmat_shapes)
-      khr_shapes.push_back(
-          {{"m", c.m},
-           {"n", c.n},
-           {"k", c.k},
-           {"a", component_name(c.a_type)},
-           {"b", component_name(c.b_type)},
-           {"c", component_name(c.c_type)},
-           {"result", component_name(c.result_type)},
-           {"saturating", c.saturating},
-           {"scope", c.scope == VK_SCOPE_SUBGROUP_KHR ? "subgroup" : std::to_string(c.scope)}});
+    auto shapes_json = [](const std::vector<CoopmatShape>& shapes) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& c : shapes) {
+        nlohmann::json j = {
+            {"m", c.m},
+            {"n", c.n},
+            {"k", c.k},
+            {"a", component_name(c.a_type)},
+            {"b", component_name(c.b_type)},
+            {"c", component_name(c.c_type)},
+            {"result", component_name(c.result_type)},
+            {"saturating", c.saturating},
+            {"scope", c.scope == VK_SCOPE_SUBGROUP_KHR    ? "subgroup"
+                      : c.scope == VK_SCOPE_WORKGROUP_KHR ? "workgroup"
+                                                          : std::to_string(c.scope)}};
+        if (c.workgroup_invocations != 0) j["workgroup_invocations"] = c.workgroup_invocations;
+        list.push_back(j);
+      }
+      return list;
+    };
+    const Coopmat2Info& nv2 = d.nv_coopmat2;
+    nlohmann::json nv2_json = nullptr;
+    if (nv2.listed)
+      nv2_json = {{"workgroup_scope", nv2.workgroup_scope},
+                  {"flexible_dimensions", nv2.flexible_dimensions},
+                  {"tensor_addressing", nv2.tensor_addressing},
+                  {"per_element_operations", nv2.per_element_operations},
+                  {"max_workgroup_size", nv2.max_workgroup_size},
+                  {"max_dimension", nv2.max_dimension},
+                  {"reserved_shared_memory", nv2.reserved_shared_memory},
+                  {"flexible_shapes", shapes_json(nv2.flexible_shapes)}};
     out.push_back({
         {"index", d.index},
         {"name", d.name},
@@ -477,7 +565,8 @@ std::string devices_json(const std::vector<DeviceInfo>& devices) {
         {"cooperative_matrix_nv_f16_16x16x16", d.nv_coopmat_f16_16x16x16},
         {"vulkan_memory_model", d.vulkan_memory_model},
         {"cooperative_matrix_khr", d.khr_coopmat},
-        {"cooperative_matrix_khr_shapes", khr_shapes},
+        {"cooperative_matrix_khr_shapes", shapes_json(d.khr_coopmat_shapes)},
+        {"cooperative_matrix_nv2", nv2_json},
         {"external_memory_host", d.external_memory_host},
         {"timestamps", d.timestamp_valid_bits != 0},
     });

@@ -19,9 +19,38 @@ struct CoopmatShape {
   uint32_t a_type = 0, b_type = 0, c_type = 0, result_type = 0;  // VkComponentTypeKHR
   bool saturating = false;
   uint32_t scope = 0;  // VkScopeKHR
-  // fp16 A and B, fp32 C and result, subgroup scope: what shaders/matmul_coopmat_khr.comp runs.
+  // VK_NV_cooperative_matrix2's flexible dimensions: m, n, k are then granularities (any multiple
+  // up to Coopmat2Info::max_dimension), and a workgroup-scope entry holds for workgroups of this
+  // many invocations only.
+  uint32_t workgroup_invocations = 0;
+  // fp16 A and B, fp32 C and result, not saturating.
+  bool f16_f32() const;
+  // The same at subgroup scope: what shaders/matmul_coopmat_khr.comp runs.
   bool f16_f32_subgroup() const;
-  std::string describe() const;  // "16x16x16 f16*f16+f32->f32" (+ scope unless subgroup)
+  // "16x16x16 f16*f16+f32->f32" (+ the scope unless subgroup, + the workgroup size if given)
+  std::string describe() const;
+};
+
+// VK_NV_cooperative_matrix2 as a device lists it. shaders/matmul_coopmat_nv2.comp needs
+// workgroup scope, flexible dimensions, tensor addressing and per-element operations, and an
+// f16 x f16 + f32 workgroup-scope shape whose granularities divide its tiles; whether a matmul
+// row fits is matmul_config_misfit's call, which names what is missing.
+struct Coopmat2Info {
+  bool listed = false;  // the extension, on a device with usable VK_KHR_cooperative_matrix
+  bool workgroup_scope = false;
+  bool flexible_dimensions = false;
+  bool tensor_addressing = false;
+  bool per_element_operations = false;
+  uint32_t max_workgroup_size = 0;      // cooperativeMatrixWorkgroupScopeMaxWorkgroupSize
+  uint32_t max_dimension = 0;           // cooperativeMatrixFlexibleDimensionsMaxDimension
+  uint32_t reserved_shared_memory = 0;  // bytes a workgroup-scope kernel cannot use itself
+  // The flexible-dimension shapes; queried only when query_device_info is given the instance.
+  std::vector<CoopmatShape> flexible_shapes;
+  // All four features the matmul kernel uses.
+  bool matmul_features() const {
+    return listed && workgroup_scope && flexible_dimensions && tensor_addressing &&
+           per_element_operations;
+  }
 };
 
 struct MemoryHeapInfo {
@@ -85,6 +114,7 @@ struct DeviceInfo {
   // Queried only when query_device_info is given the instance (the query is an instance-level
   // extension command); false otherwise.
   bool nv_coopmat_f16_16x16x16 = false;
+  Coopmat2Info nv_coopmat2;
   // vulkanMemoryModel and vulkanMemoryModelDeviceScope: cooperative-matrix shaders declare the
   // VulkanMemoryModel capability (glslang's GL_KHR_memory_scope_semantics, which
   // gl_ScopeSubgroup needs, turns it on), and with the model enabled the Device-scope atomics of
@@ -104,8 +134,8 @@ struct DeviceInfo {
 };
 
 // `instance` is the one `physical` came from; without it, capabilities that only an
-// instance-level extension command reports (nv_coopmat_f16_16x16x16, khr_coopmat_shapes) read as
-// absent.
+// instance-level extension command reports (nv_coopmat_f16_16x16x16, khr_coopmat_shapes,
+// nv_coopmat2.flexible_shapes) read as absent.
 DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index,
                              VkInstance instance = VK_NULL_HANDLE);
 std::vector<DeviceInfo> query_all_devices(const std::vector<VkPhysicalDevice>& physicals,

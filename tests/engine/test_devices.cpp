@@ -30,6 +30,35 @@ VKF_TEST_CASE("devices are enumerated with their capabilities", "[engine][device
   CHECK(devices_table(infos).find(infos[0].name) != std::string::npos);
 }
 
+// VK_NV_cooperative_matrix2 reads as the driver lists it (Mesa 26.1's lavapipe, on the Debian 13
+// tier: flexible dimensions with four shapes, no workgroup scope), and not at all elsewhere.
+VKF_TEST_CASE("devices: VK_NV_cooperative_matrix2's features and shapes are read where listed",
+              "[engine][device]") {
+  auto infos = query_all_devices(test::instance()->physical_devices(), test::instance()->get());
+  for (const auto& d : infos) {
+    INFO(d.name << " " << d.driver_info);
+    const Coopmat2Info& nv2 = d.nv_coopmat2;
+    if (!nv2.listed) {
+      CHECK(!nv2.workgroup_scope);
+      CHECK(!nv2.flexible_dimensions);
+      CHECK(nv2.flexible_shapes.empty());
+      continue;
+    }
+    CHECK(d.khr_coopmat);  // the extension builds on the KHR one
+    CHECK(nv2.flexible_dimensions == !nv2.flexible_shapes.empty());
+    if (nv2.flexible_dimensions) CHECK(nv2.max_dimension > 0);
+    for (const auto& s : nv2.flexible_shapes) {
+      CHECK((s.m > 0 && s.n > 0 && s.k > 0));
+      CHECK(s.describe().find("x") != std::string::npos);
+    }
+    if (nv2.workgroup_scope) CHECK(nv2.max_workgroup_size > 0);
+    const auto json = nlohmann::json::parse(devices_json({d}));
+    CHECK(json[0]["cooperative_matrix_nv2"]["flexible_shapes"].size() ==
+          nv2.flexible_shapes.size());
+    CHECK(devices_table({d}).find("NV cooperative matrix 2") != std::string::npos);
+  }
+}
+
 VKF_TEST_CASE("device selection by index, vendor, type and name", "[engine][device]") {
   auto infos = query_all_devices(test::instance()->physical_devices());
   const DeviceInfo best = select_device(infos, "");
