@@ -21,12 +21,17 @@ else()
 endif()
 
 # Ask glslc whether it knows a GLSL extension; the result says which optional paths are built.
+# An optional third argument is the target environment (default vulkan1.2).
 function(vkf_glslc_supports extension out_var)
+  set(target_env vulkan1.2)
+  if(ARGC GREATER 2)
+    set(target_env ${ARGV2})
+  endif()
   set(probe_dir ${CMAKE_BINARY_DIR}/glslc-probe)
   file(MAKE_DIRECTORY ${probe_dir})
   file(WRITE ${probe_dir}/${extension}.comp
        "#version 450\n#extension ${extension} : require\nlayout(local_size_x = 1) in;\nvoid main() {}\n")
-  execute_process(COMMAND ${GLSLC} --target-env=vulkan1.2 -c ${probe_dir}/${extension}.comp
+  execute_process(COMMAND ${GLSLC} --target-env=${target_env} -c ${probe_dir}/${extension}.comp
                           -o ${probe_dir}/${extension}.spv
                   WORKING_DIRECTORY ${probe_dir} RESULT_VARIABLE result OUTPUT_QUIET ERROR_QUIET)
   if(result EQUAL 0)
@@ -77,10 +82,19 @@ function(vkf_add_shader_library target shader_dir)
       if(NOT VKF_HAVE_KHR_COOPMAT AND "VKF_COOPMAT_KHR=1" IN_LIST parts)
         continue()
       endif()
+      # GL_NV_cooperative_matrix2 needs SPIR-V 1.6, so Vulkan 1.3 (glslc 2024.2 and later; the
+      # engine asks the device for 1.3 where it can). Every other shader stays SPIR-V 1.5.
+      set(target_env vulkan1.2)
+      if("VKF_COOPMAT_NV2=1" IN_LIST parts)
+        if(NOT VKF_HAVE_NV_COOPMAT2)
+          continue()
+        endif()
+        set(target_env vulkan1.3)
+      endif()
       set(out ${gen_dir}/${name}.inc)
       add_custom_command(
         OUTPUT ${out}
-        COMMAND ${GLSLC} --target-env=vulkan1.2 -O -mfmt=num -I ${shader_dir}/common ${defines}
+        COMMAND ${GLSLC} --target-env=${target_env} -O -mfmt=num -I ${shader_dir}/common ${defines}
                 -MD -MF ${out}.d -o ${out} ${comp}
         DEPENDS ${comp} ${include_files}
         DEPFILE ${out}.d

@@ -39,6 +39,7 @@ json config_json(const ops::MatmulConfig& c) {
             {"coopmat", c.coopmat}, {"khr", c.khr},
             {"stages", c.stages},   {"texel", nullptr}};
   if (c.texel) j["texel"] = *c.texel;
+  if (c.nv2) j["nv2"] = true;  // absent in files from before the coopmat2 kernel, and for others
   return j;
 }
 
@@ -56,6 +57,9 @@ ops::MatmulConfig config_of(const json& j) {
   c.khr = j.at("khr").get<bool>();
   c.stages = j.value("stages", 1u);  // files from before stages were one
   if (!j.at("texel").is_null()) c.texel = j.at("texel").get<bool>();
+  c.nv2 = j.value("nv2", false);
+  if (c.nv2 && (!c.coopmat || c.khr))
+    throw Error("configuration '" + c.name + "' is a coopmat2 row without coopmat, or with khr");
   // Values the kernel divides by or sizes arrays with: a hand-edited zero must not reach it.
   if (!c.workgroup || !c.bm || !c.bn || !c.bk || !c.tm || !c.tn || c.bm % c.tm || c.bn % c.tn)
     throw Error("configuration '" + c.name +

@@ -115,8 +115,16 @@ void check_config(const Device& dev, const MatmulArgs& args, const MatmulConfig&
   if (args.khr_diagnostic != 0 && (!cfg.khr || args.khr_diagnostic > 7))
     throw Error(shape_of(args) + ": khr_diagnostic (bits 0 to 2) applies to KHR rows, not '" +
                 cfg.name + "' with " + std::to_string(args.khr_diagnostic));
+  if (args.emulate_coopmat && cfg.nv2)
+    throw Error(shape_of(args) + ": configuration '" + cfg.name +
+                "' (VK_NV_cooperative_matrix2) has no emulated kernel");
   const bool emulated = args.emulate_coopmat;
-  if (cfg.coopmat && !cfg.khr && !emulated && !matmul_coopmat_built())
+  if (cfg.nv2 && shaders::find(cfg.coopmat_kernel()).empty())
+    throw Error(shape_of(args) + ": configuration '" + cfg.name + "' needs the " +
+                cfg.coopmat_kernel() +
+                " kernel, which this build lacks (glslc did not support GL_NV_cooperative_matrix2 "
+                "when CMake configured it; -DVKF_GLSLC names a newer one)");
+  if (cfg.coopmat && !cfg.khr && !cfg.nv2 && !emulated && !matmul_coopmat_built())
     throw Error(shape_of(args) + ": configuration '" + cfg.name + "' needs the " +
                 k_coopmat_shader +
                 " kernel, which this build lacks (glslc did not support GL_NV_cooperative_matrix "
@@ -248,7 +256,8 @@ KernelSpec kernel_spec(const Device& dev, const MatmulArgs& args, const MatmulCo
   const uint32_t vec = vector_reads(args, cfg, push);
   // The coopmat kernels read the same constants (tm, tn: one subgroup's block; shared unused).
   const uint32_t invocations = cfg.invocations(info, emulated);
-  const char* shader = cfg.khr                    ? (emulated        ? k_coopmat_khr_emulated_shader
+  const char* shader = cfg.nv2                    ? cfg.coopmat_kernel()
+                       : cfg.khr                  ? (emulated        ? k_coopmat_khr_emulated_shader
                                                      : info.is_cpu() ? k_coopmat_khr_rolled_shader
                                                                      : k_coopmat_khr_shader)
                        : emulated                 ? k_coopmat_emulated_shader

@@ -14,7 +14,7 @@ const char* bucket(uint32_t x) {
 std::string tuned_misfit(const MatmulConfig& c, const DeviceInfo& info, const MatmulProblem& p) {
   if (c.coopmat && p.dtype != DType::f16)
     return "a tensor-core configuration for " + std::string(dtype_name(p.dtype));
-  if (c.coopmat && shaders::find(c.khr ? "matmul_coopmat_khr" : "matmul_coopmat").empty())
+  if (c.coopmat && shaders::find(c.coopmat_kernel()).empty())
     return "this build lacks its cooperative-matrix kernel";
   return matmul_config_misfit(c, info);
 }

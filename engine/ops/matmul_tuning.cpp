@@ -1,14 +1,24 @@
 #include "engine/ops/matmul_tuning.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "engine/error.h"
 #include "engine/shader_registry.h"
+#include "engine/vk_coopmat_khr.h"
 
 namespace vkf::ops {
 namespace {
 
-// Rows: name, workgroup, bm, bn, bk, tm, tn, shared[, coopmat[, khr]].
+// A VK_NV_cooperative_matrix2 row: the workgroup's block is its whole tile.
+MatmulConfig nv_coopmat2_row(const char* name, uint32_t workgroup, uint32_t bm, uint32_t bn,
+                             uint32_t bk) {
+  MatmulConfig c{name, workgroup, bm, bn, bk, bm, bn, true, true};
+  c.nv2 = true;
+  return c;
+}
+
+// Rows: name, workgroup, bm, bn, bk, tm, tn, shared[, coopmat[, khr[, stages]]].
 const MatmulConfig k_configs[] = {
     // NVIDIA (Turing..Hopper): 128x128 tiles, 8x8 per thread, 16 KiB of shared memory, 256
     // threads; enough independent FMAs per thread to hide latency at 2 blocks per SM.
@@ -64,6 +74,13 @@ const MatmulConfig k_configs[] = {
     // unrolled, and a second buffer halves its barriers; the tuner decides.
     {"khr_coopmat_2stage", 128, 128, 128, 32, 64, 64, true, true, true, 2},
     {"khr_coopmat_64_2stage", 128, 64, 64, 32, 32, 32, true, true, true, 2},
+    // Tensor cores through VK_NV_cooperative_matrix2 (f16 storage): the whole workgroup owns
+    // the tile's accumulator and loads its blocks through tensor layouts, the driver staging
+    // them (shaders/matmul_coopmat_nv2.comp). ggml's coopmat2 tiles: 128x128 and 128x256 on 256
+    // invocations, 64x64 on 128, k 64 at a time. Not run on a GPU yet, so forced only.
+    nv_coopmat2_row("nv_coopmat2", 256, 128, 128, 64),
+    nv_coopmat2_row("nv_coopmat2_256", 256, 128, 256, 64),
+    nv_coopmat2_row("nv_coopmat2_64", 128, 64, 64, 64),
     // Any conformant device: 64 threads and 2 KiB of shared memory are below every required
     // minimum (128 invocations, 16 KiB).
     {"fallback", 64, 32, 32, 8, 4, 4, true},
@@ -101,6 +118,53 @@ std::string known_khr_compiler_crash(const DeviceInfo& info) {
          "subgroups of 8) it runs";
 }
 
+namespace {
+
+// Why `info` cannot run the NV coopmat2 row `c`, or "" (see matmul_config_misfit).
+std::string nv_coopmat2_misfit(const MatmulConfig& c, const DeviceInfo& info) {
+  const Coopmat2Info& nv2 = info.nv_coopmat2;
+  if (!nv2.listed)
+    return "no VK_NV_cooperative_matrix2 (with VK_KHR_cooperative_matrix for compute shaders)";
+  std::string lacks;
+  for (const auto& [has, what] : {std::pair{nv2.workgroup_scope, "workgroup scope"},
+                                  {nv2.flexible_dimensions, "flexible dimensions"},
+                                  {nv2.tensor_addressing, "tensor addressing"},
+                                  {nv2.per_element_operations, "per-element operations"}})
+    if (!has) lacks += (lacks.empty() ? "" : ", ") + std::string(what);
+  if (!lacks.empty()) return "VK_NV_cooperative_matrix2 without " + lacks;
+  // The kernel is SPIR-V 1.6; the instance asks for 1.3 wherever the loader has it.
+  if (info.api_version < VK_API_VERSION_1_3)
+    return "Vulkan " + std::to_string(VK_API_VERSION_MAJOR(info.api_version)) + "." +
+           std::to_string(VK_API_VERSION_MINOR(info.api_version)) +
+           ": the coopmat2 kernel (SPIR-V 1.6) needs 1.3";
+  if (!info.storage16) return "no storageBuffer16BitAccess";
+  if (!info.fp16) return "no shaderFloat16";
+  if (!info.vulkan_memory_model) return "no vulkanMemoryModel";
+  if (c.tm != c.bm || c.tn != c.bn) return "a coopmat2 row's block is its tile (tm = bm, tn = bn)";
+  if (c.workgroup > nv2.max_workgroup_size)
+    return "a workgroup of " + std::to_string(c.workgroup) +
+           " exceeds the workgroup-scope limit of " + std::to_string(nv2.max_workgroup_size);
+  if (std::max({c.bm, c.bn, c.bk}) > nv2.max_dimension)
+    return "a tile of " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
+           std::to_string(c.bk) + " exceeds the flexible dimensions' limit of " +
+           std::to_string(nv2.max_dimension);
+  for (const CoopmatShape& s : nv2.flexible_shapes)
+    if (s.f16_f32() && s.scope == VK_SCOPE_WORKGROUP_KHR &&
+        s.workgroup_invocations == c.workgroup && s.m && s.n && s.k && c.bm % s.m == 0 &&
+        c.bn % s.n == 0 && c.bk % s.k == 0)
+      return "";
+  std::string listed;
+  for (const CoopmatShape& s : nv2.flexible_shapes)
+    listed += (listed.empty() ? "" : ", ") + s.describe();
+  return "no VK_NV_cooperative_matrix2 flexible shape with fp16 A, B and fp32 C, result at "
+         "workgroup scope for " +
+         std::to_string(c.workgroup) + " invocations whose granularities divide " +
+         std::to_string(c.bm) + " x " + std::to_string(c.bn) + " x " + std::to_string(c.bk) +
+         " (listed: " + (listed.empty() ? "none" : listed) + ")";
+}
+
+}  // namespace
+
 std::string matmul_config_misfit(const MatmulConfig& c, const DeviceInfo& info,
                                  bool emulated_coopmat) {
   const uint32_t invocations = c.invocations(info, emulated_coopmat);
@@ -108,7 +172,9 @@ std::string matmul_config_misfit(const MatmulConfig& c, const DeviceInfo& info,
   uint32_t frag_m = 16;
   if (c.stages != 1 && !(c.khr && c.stages == 2))
     return std::to_string(c.stages) + " staging buffers (1, or 2 on a KHR row)";
-  if (c.coopmat && emulated_coopmat) {
+  if (c.nv2) {
+    if (const std::string why = nv_coopmat2_misfit(c, info); !why.empty()) return why;
+  } else if (c.coopmat && emulated_coopmat) {
     if (!info.storage16) return "no storageBuffer16BitAccess";
     if (!info.fp16) return "no shaderFloat16 (fp16 shared-memory tiles)";
     // shaders/common/coopmat*_fragment.glsl: virtual subgroups of 32 invocations, 16x16x16.
@@ -183,7 +249,11 @@ std::string MatmulConfig::describe() const {
   std::string s = "wg" + std::to_string(workgroup) + " " + std::to_string(bm) + "x" +
                   std::to_string(bn) + "x" + std::to_string(bk) + " t" + std::to_string(tm) + "x" +
                   std::to_string(tn);
-  s += khr ? " khr" : coopmat ? " nv_coopmat" : shared ? " shared" : " direct";
+  s += nv2       ? " nv_coopmat2"
+       : khr     ? " khr"
+       : coopmat ? " nv_coopmat"
+       : shared  ? " shared"
+                 : " direct";
   if (stages > 1) s += " stages" + std::to_string(stages);
   if (texel) s += *texel ? " texel" : " storage";
   return s;

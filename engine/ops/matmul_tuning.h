@@ -40,12 +40,24 @@ struct MatmulConfig {
   // Texel-view reads of A and B (shaders/matmul.comp VKF_TEXEL) where they fit; nullopt: the
   // device's default (CPU devices). Table rows leave it unset; the tuner searches it.
   std::optional<bool> texel;
+  // Tensor cores through VK_NV_cooperative_matrix2 (with coopmat; shaders/matmul_coopmat_nv2.comp):
+  // the workgroup's `workgroup` invocations own one bm x bn accumulator and load bk-deep blocks
+  // through tensor layouts, the driver staging them; tm, tn equal bm, bn (unused). Forced only,
+  // until a GPU has run it (MatmulArgs::config, VKF_MATMUL_CONFIG in the benches).
+  bool nv2 = false;
 
   // The values, without the name: two configurations that build the same kernel are equal.
   bool same_kernel(const MatmulConfig& o) const {
     return workgroup == o.workgroup && bm == o.bm && bn == o.bn && bk == o.bk && tm == o.tm &&
            tn == o.tn && shared == o.shared && coopmat == o.coopmat && khr == o.khr &&
-           stages == o.stages && texel == o.texel;
+           stages == o.stages && texel == o.texel && nv2 == o.nv2;
+  }
+  // The shader a coopmat row runs (its emulated twin aside); nullptr for the others.
+  const char* coopmat_kernel() const {
+    return !coopmat ? nullptr
+           : nv2    ? "matmul_coopmat_nv2"
+           : khr    ? "matmul_coopmat_khr"
+                    : "matmul_coopmat";
   }
   // "wg8 32x64x1 t32x8 direct texel": the values in one word, for the tuner's reports.
   std::string describe() const;
@@ -59,6 +71,7 @@ struct MatmulConfig {
   // frag_m: the fragment height of a KHR row (its epilogue scratch is frag_m rows of each
   // subgroup's block).
   uint32_t shared_bytes(uint32_t frag_m = 16) const {
+    if (nv2) return 0;  // the driver's staging, within the limit it reserves for itself
     if (khr) {
       // fp16 A and B tiles, rows padded by 8 halves, the larger of either orientation; the fp32
       // scratch aliases them (shaders/matmul_coopmat_khr.comp).

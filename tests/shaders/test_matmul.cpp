@@ -19,6 +19,7 @@
 #include <string>
 
 #include "engine/ops/matmul.h"
+#include "engine/shader_registry.h"
 #include "tests/reference/matmul.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
@@ -252,7 +253,7 @@ VKF_TEST_CASE("matmul: the NV cooperative-matrix rows match the reference (f16)"
               "[shaders][matmul][coopmat]") {
   Device& dev = test::device();
   for (const ops::MatmulConfig& cfg : ops::matmul_configs()) {
-    if (!cfg.coopmat || cfg.khr) continue;
+    if (!cfg.coopmat || cfg.khr || cfg.nv2) continue;
     // VKF_SKIP ends the test case: every coopmat row needs the same kernel and features.
     if (!ops::matmul_coopmat_built())
       VKF_SKIP("row " << cfg.name
@@ -329,6 +330,37 @@ VKF_TEST_CASE("matmul: f16 on a GPU with KHR cooperative matrices chooses them",
   for (const Case& c : k_khr_cases)
     run_case(dev, ops::choose_matmul_config(info, c.trans_b, DType::f16, c.m, c.n), DType::f16, c,
              seed += 10);
+}
+
+// The VK_NV_cooperative_matrix2 rows on the device's own workgroup-scope matrices: on a GPU whose
+// driver has workgroup scope and tensor addressing (NVIDIA's). Mesa 26.1's lavapipe lists the
+// extension without either, so on the CPU tiers the case names why it did not run. Every case of
+// the other coopmat rows, then the KHR rows' own (tiles whole and partial, k not a multiple of
+// the tile's, each transpose, every epilogue, beta, batches, padding).
+VKF_TEST_CASE("matmul: the NV coopmat2 rows match the reference (f16)",
+              "[shaders][matmul][coopmat][nv2]") {
+  Device& dev = test::device();
+  std::string not_run;
+  bool any_run = false;
+  for (const ops::MatmulConfig& cfg : ops::matmul_configs()) {
+    if (!cfg.nv2) continue;
+    if (shaders::find(cfg.coopmat_kernel()).empty())
+      VKF_SKIP("coopmat2 rows not run: this build has no " << cfg.coopmat_kernel()
+                                                           << " kernel (glslc lacked "
+                                                              "GL_NV_cooperative_matrix2)");
+    if (const std::string why = ops::matmul_config_misfit(cfg, dev.info()); !why.empty()) {
+      not_run += "row " + cfg.name + " not run: " + why + "; ";
+      continue;
+    }
+    any_run = true;
+    uint32_t seed = 7;
+    for (const Case& c : k_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+    for (const Case& c : k_extra_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+    for (const Case& c : k_coopmat_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+    for (const Case& c : k_khr_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+  }
+  if (!any_run) VKF_SKIP(dev.label() << ": " << not_run);
+  if (!not_run.empty()) WARN(dev.label() << ": " << not_run);
 }
 
 // The coopmat kernel with its fragment operations emulated (shaders/common/coopmat_fragment.glsl):
@@ -494,6 +526,17 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
     INFO(cfg.name);
     CHECK(cfg.bm % cfg.tm == 0);
     CHECK(cfg.bn % cfg.tn == 0);
+    if (cfg.nv2) {
+      // The workgroup owns the whole tile (tm x tn is bm x bn); the driver splits it.
+      CHECK(cfg.coopmat);
+      CHECK(!cfg.khr);
+      CHECK(cfg.stages == 1);
+      CHECK(cfg.tm == cfg.bm);
+      CHECK(cfg.tn == cfg.bn);
+      CHECK(cfg.bk % 16 == 0);
+      CHECK(cfg.shared_bytes() == 0);
+      continue;
+    }
     if (cfg.coopmat) {
       // One subgroup per tm x tn block of 16x16 fragments; k in 16-deep fragments.
       CHECK(cfg.shared);
@@ -638,6 +681,54 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
   DeviceInfo later_mesa = lavapipe;
   later_mesa.driver_info = "Mesa 26.2.0 (LLVM 20.1.0)";
   CHECK(ops::matmul_config_fits(khr_row, later_mesa));
+
+  // VK_NV_cooperative_matrix2: an H100-like driver (every feature, fp16 x fp16 + fp32 at
+  // workgroup scope for 128 and 256 invocations, granularity 16) runs every coopmat2 row, and
+  // none is ever chosen unforced. What is missing is named: Mesa 26.1's lavapipe lists the
+  // extension without workgroup scope or tensor addressing.
+  DeviceInfo nv2 = khr;
+  nv2.api_version = VK_API_VERSION_1_3;
+  nv2.nv_coopmat2 = {.listed = true,
+                     .workgroup_scope = true,
+                     .flexible_dimensions = true,
+                     .tensor_addressing = true,
+                     .per_element_operations = true,
+                     .max_workgroup_size = 256,
+                     .max_dimension = 256,
+                     .reserved_shared_memory = 0,
+                     .flexible_shapes = {}};
+  for (uint32_t wg : {128u, 256u}) {
+    CoopmatShape flex = shape(16, 16, 16, 1);
+    flex.scope = 2;  // VK_SCOPE_WORKGROUP_KHR
+    flex.workgroup_invocations = wg;
+    nv2.nv_coopmat2.flexible_shapes.push_back(flex);
+  }
+  const ops::MatmulConfig& nv2_row = ops::matmul_config("nv_coopmat2");
+  for (const char* row : {"nv_coopmat2", "nv_coopmat2_256", "nv_coopmat2_64"})
+    CHECK(ops::matmul_config_fits(ops::matmul_config(row), nv2));
+  CHECK(nv2_row.describe() == "wg256 128x128x64 t128x128 nv_coopmat2");
+  CHECK(std::string(ops::choose_matmul_config(nv2, true, DType::f16, 4096, 2048).name) ==
+        (built ? "khr_coopmat" : "nvidia"));
+  DeviceInfo mesa_nv2 = nv2;
+  mesa_nv2.nv_coopmat2.workgroup_scope = mesa_nv2.nv_coopmat2.tensor_addressing = false;
+  CHECK_THAT(ops::matmul_config_misfit(nv2_row, mesa_nv2),
+             Catch::Contains("without workgroup scope, tensor addressing"));
+  DeviceInfo vk12 = nv2;
+  vk12.api_version = VK_API_VERSION_1_2;
+  CHECK_THAT(ops::matmul_config_misfit(nv2_row, vk12), Catch::Contains("needs 1.3"));
+  DeviceInfo only_256 = nv2;  // the 64x64 row runs 128 invocations: no shape listed for that
+  only_256.nv_coopmat2.flexible_shapes.erase(only_256.nv_coopmat2.flexible_shapes.begin());
+  CHECK(ops::matmul_config_fits(nv2_row, only_256));
+  CHECK_THAT(ops::matmul_config_misfit(ops::matmul_config("nv_coopmat2_64"), only_256),
+             Catch::Contains("for 128 invocations") &&
+                 Catch::Contains("16x16x16 f16*f16+f32->f32 workgroup wg256"));
+  DeviceInfo small_dims = nv2;
+  small_dims.nv_coopmat2.max_dimension = 128;
+  CHECK_THAT(ops::matmul_config_misfit(ops::matmul_config("nv_coopmat2_256"), small_dims),
+             Catch::Contains("limit of 128"));
+  DeviceInfo no_nv2 = khr;
+  CHECK_THAT(ops::matmul_config_misfit(nv2_row, no_nv2),
+             Catch::Contains("no VK_NV_cooperative_matrix2"));
 }
 
 VKF_TEST_CASE("matmul checks its arguments", "[shaders][matmul]") {
@@ -693,6 +784,16 @@ VKF_TEST_CASE("matmul checks its arguments", "[shaders][matmul]") {
       CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("GL_KHR_cooperative_matrix"));
     else if (!ops::matmul_config_fits(*args.config, dev.info()))
       CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("does not fit"));
+    // And the coopmat2 rows (not built on Debian 12; Mesa 26.1's lavapipe lacks workgroup
+    // scope); none has an emulated twin.
+    args.config = &ops::matmul_config("nv_coopmat2");
+    if (shaders::find("matmul_coopmat_nv2").empty())
+      CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("GL_NV_cooperative_matrix2"));
+    else if (!ops::matmul_config_fits(*args.config, dev.info()))
+      CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("does not fit"));
+    args.emulate_coopmat = true;
+    CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("has no emulated kernel"));
+    args.emulate_coopmat = false;
     args.dtype = DType::f32;
     CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("f16 storage only"));
   }

@@ -328,4 +328,15 @@ TEST_CASE("tuning file: written, read back, and another driver's ignored with a 
   CHECK(read_tuning_file(staged_path).matmul.at(0).config.stages == 1);
   rewrite("\"khr\": true,", "\"khr\": true, \"stages\": 3,");
   CHECK_THROWS_WITH(read_tuning_file(staged_path), Catch::Contains("3 stages"));
+
+  // A coopmat2 row is kept as one (its "nv2" key; files from before it have none, and read as
+  // the row they name); "nv2" on a row that is not a plain coopmat one is refused.
+  TuningFile nv2 = f;
+  nv2.matmul[0].config = ops::matmul_config("nv_coopmat2_256");
+  write_tuning_file(staged_path, nv2);
+  const ops::MatmulConfig nv2_back = read_tuning_file(staged_path).matmul.at(0).config;
+  CHECK(nv2_back.nv2);
+  CHECK(nv2_back.same_kernel(ops::matmul_config("nv_coopmat2_256")));
+  rewrite("\"coopmat\": true,", "\"coopmat\": false,");
+  CHECK_THROWS_WITH(read_tuning_file(staged_path), Catch::Contains("coopmat2 row without coopmat"));
 }

@@ -1,0 +1,143 @@
+#version 450
+// Tensor-core matmul on VK_NV_cooperative_matrix2, f16 storage: the contract of matmul_f16 and
+// matmul_coopmat_khr (C = alpha * op(A) * op(B) + beta * C, both transposes, batched over z with
+// strides, epilogues 1 = + bias[n], 2 = relu(. + bias[n]), 3 = + R[m, n]), the same bindings,
+// push constants and specialization-constant ids 0-3 and 7-11, so engine/ops/matmul.cpp builds
+// it from the same spec. fp16 products, fp32 accumulation and epilogue, C stored as fp16.
+//
+// Unlike the KHR kernel, this one stages nothing itself: the whole workgroup owns one
+// BM x BN accumulator (workgroup scope), and each k-step loads op(A)'s BM x BK and op(B)'s
+// BK x BN blocks straight from the buffers through tensor layouts. The driver chooses how the
+// blocks travel (on NVIDIA: asynchronous copies into shared memory it reserves, pipelined
+// across steps) and how the product is split among subgroups and tensor-core instructions: the
+// parts the KHR kernel writes by hand, with its barriers, are the compiler's here. This is how
+// ggml's coopmat2 matmul (mul_mm_cm2.comp) reaches within 5-15% of CUDA on NVIDIA cards.
+//
+// Edges: where a block lies wholly inside A and B (every block of a matmul whose m, n and k are
+// multiples of the tile), the loads are unclamped; elsewhere they go through layouts in the
+// constant clamp mode, whose elements outside [m, k] and [k, n] read as zero and add nothing.
+// The store is always clamped: elements outside [m, n] are not written.
+//
+// Needs cooperativeMatrixWorkgroupScope, FlexibleDimensions, TensorAddressing and
+// PerElementOperations, and a flexible-dimensions entry with fp16 A, B and fp32 C at workgroup
+// scope whose granularities divide the tiles, for this workgroup size (engine/device_info.cpp).
+// Mesa 26.1's lavapipe lists the extension without workgroup scope or tensor addressing, so this
+// kernel runs on GPUs only; built only where glslc knows GL_NV_cooperative_matrix2.
+// vkf-variant-only
+// vkf-variant: matmul_coopmat_nv2 VKF_COOPMAT_NV2=1
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_NV_cooperative_matrix2 : require
+#extension GL_EXT_control_flow_attributes : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint BM = 128;
+layout(constant_id = 2) const uint BN = 128;
+layout(constant_id = 3) const uint BK = 64;
+// constant_id 4-6 (the other paths' per-thread block and SHARED) are unused: the driver splits
+// the workgroup's tile among its subgroups.
+layout(constant_id = 7) const uint TRANS_A = 0;
+layout(constant_id = 8) const uint TRANS_B = 0;
+layout(constant_id = 9) const uint EPILOGUE = 0;
+// constant_id 10 (VEC) is unused: the driver picks its access width from the layouts' strides.
+layout(constant_id = 11) const uint READ_C = 0;  // beta != 0
+
+layout(std430, binding = 0) restrict readonly buffer A { float16_t a[]; };
+layout(std430, binding = 1) restrict readonly buffer B { float16_t b[]; };
+layout(std430, binding = 2) buffer C { float16_t c[]; };
+// bias [N] for epilogues 1 and 2, R for epilogue 3, unused (any buffer) otherwise.
+layout(std430, binding = 3) restrict readonly buffer X { float16_t x[]; };
+
+layout(push_constant) uniform Push {
+  uint m, n, k;
+  uint lda, ldb, ldc;
+  uint stride_a, stride_b, stride_c;
+  float alpha, beta;
+} p;
+
+#define ACC coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>
+#define OUT coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>
+#define MAT_A coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA>
+#define MAT_B coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB>
+const uint CLAMP = gl_CooperativeMatrixClampModeConstantNV;
+
+// alpha * acc (+ beta * C) (+ bias | relu(. + bias) | + R) for the element (row, col) of the
+// tile at (m0, n0) of batch item base_c. Elements outside C compute nothing: the clamped store
+// drops them.
+float epilogue(const in uint row, const in uint col, const in float acc, const in uint m0,
+               const in uint n0, const in uint base_c) {
+  const uint r = m0 + row, cl = n0 + col;
+  if (r >= p.m || cl >= p.n) return 0.0;
+  const uint at = base_c + r * p.ldc + cl;
+  float v = p.alpha * acc;
+  // READ_C is set only for beta != 0: with beta == 0, C may hold garbage (NaN * 0 is NaN).
+  if (READ_C != 0) v += p.beta * float(c[at]);
+  if (EPILOGUE == 1 || EPILOGUE == 2) v += float(x[cl]);
+  if (EPILOGUE == 2) v = max(v, 0.0);
+  if (EPILOGUE == 3) v += float(x[at]);
+  return v;
+}
+
+// Stored A is [m, k] row stride lda, or [k, m] when TRANS_A; stored B [k, n] row stride ldb, or
+// [n, k] when TRANS_B. A layout's dimensions are the stored matrix's, outer first; a transposed
+// operand's block is sliced in stored order and loaded through the transposing view.
+#define SET_LAYOUTS(la, lb)                                                                 \
+  la = TRANS_A != 0 ? setTensorLayoutDimensionNV(la, p.k, p.m)                              \
+                    : setTensorLayoutDimensionNV(la, p.m, p.k);                             \
+  la = setTensorLayoutStrideNV(la, p.lda, 1);                                               \
+  lb = TRANS_B != 0 ? setTensorLayoutDimensionNV(lb, p.n, p.k)                              \
+                    : setTensorLayoutDimensionNV(lb, p.k, p.n);                             \
+  lb = setTensorLayoutStrideNV(lb, p.ldb, 1);
+
+// acc += op(A)[m0.., k0..] * op(B)[k0.., n0..] over k, BK at a time, through layouts la, lb.
+#define K_LOOP(acc, la, lb)                                                                 \
+  for (uint k0 = 0; k0 < p.k; k0 += BK) {                                                   \
+    MAT_A fa;                                                                               \
+    MAT_B fb;                                                                               \
+    if (TRANS_A != 0)                                                                       \
+      coopMatLoadTensorNV(fa, a, base_a, sliceTensorLayoutNV(la, k0, BK, m0, BM), transpose); \
+    else                                                                                    \
+      coopMatLoadTensorNV(fa, a, base_a, sliceTensorLayoutNV(la, m0, BM, k0, BK));          \
+    if (TRANS_B != 0)                                                                       \
+      coopMatLoadTensorNV(fb, b, base_b, sliceTensorLayoutNV(lb, n0, BN, k0, BK), transpose); \
+    else                                                                                    \
+      coopMatLoadTensorNV(fb, b, base_b, sliceTensorLayoutNV(lb, k0, BK, n0, BN));          \
+    acc = coopMatMulAdd(fa, fb, acc);                                                       \
+  }
+
+void main() {
+  const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
+  const uint z = gl_WorkGroupID.z;
+  const uint base_a = z * p.stride_a, base_b = z * p.stride_b, base_c = z * p.stride_c;
+  tensorViewNV<2, false, 1, 0> transpose = createTensorViewNV(2, false, 1, 0);
+
+  ACC acc = ACC(0.0);
+  // Uniform across the workgroup, as workgroup-scope operations require.
+  const bool inside = m0 + BM <= p.m && n0 + BN <= p.n && p.k % BK == 0;
+  if (inside) {
+    tensorLayoutNV<2> la = createTensorLayoutNV(2);
+    tensorLayoutNV<2> lb = createTensorLayoutNV(2);
+    SET_LAYOUTS(la, lb)
+    K_LOOP(acc, la, lb)
+  } else {
+    tensorLayoutNV<2, CLAMP> la = createTensorLayoutNV(2, CLAMP);
+    tensorLayoutNV<2, CLAMP> lb = createTensorLayoutNV(2, CLAMP);
+    SET_LAYOUTS(la, lb)
+    K_LOOP(acc, la, lb)
+  }
+
+  coopMatPerElementNV(acc, acc, epilogue, m0, n0, base_c);
+  // Which invocation stores an element is the driver's choice: C's reads above end, workgroup-
+  // wide, before any of its stores.
+  if (READ_C != 0) {
+    memoryBarrierBuffer();
+    barrier();
+  }
+  OUT out_tile = OUT(acc);
+  tensorLayoutNV<2, CLAMP> lc = createTensorLayoutNV(2, CLAMP);
+  lc = setTensorLayoutDimensionNV(lc, p.m, p.n);
+  lc = setTensorLayoutStrideNV(lc, p.ldc, 1);
+  coopMatStoreTensorNV(out_tile, c, base_c, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+}
