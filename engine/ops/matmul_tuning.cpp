@@ -1,5 +1,6 @@
 #include "engine/ops/matmul_tuning.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -148,18 +149,30 @@ std::string nv_coopmat2_misfit(const MatmulConfig& c, const DeviceInfo& info) {
     return "a tile of " + std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
            std::to_string(c.bk) + " exceeds the flexible dimensions' limit of " +
            std::to_string(nv2.max_dimension);
-  for (const CoopmatShape& s : nv2.flexible_shapes)
-    if (s.f16_f32() && s.scope == VK_SCOPE_WORKGROUP_KHR &&
-        s.workgroup_invocations == c.workgroup && s.m && s.n && s.k && c.bm % s.m == 0 &&
-        c.bn % s.n == 0 && c.bk % s.k == 0)
-      return "";
+  // Every matrix type the kernel declares must be one a listed shape holds: the fp16 A and B
+  // blocks and fp32 accumulator of the product, and the fp16 accumulator C is converted to
+  // before its store (an entry whose C or result is fp16).
+  auto divides = [&](const CoopmatShape& s) {
+    return s.scope == VK_SCOPE_WORKGROUP_KHR && s.workgroup_invocations == c.workgroup && s.m &&
+           s.n && s.k && c.bm % s.m == 0 && c.bn % s.n == 0 && c.bk % s.k == 0;
+  };
+  const auto& shapes = nv2.flexible_shapes;
+  const bool product = std::any_of(shapes.begin(), shapes.end(), [&](const CoopmatShape& s) {
+    return s.f16_f32() && divides(s);
+  });
+  const bool f16_out = std::any_of(shapes.begin(), shapes.end(), [&](const CoopmatShape& s) {
+    return (s.c_type == VK_COMPONENT_TYPE_FLOAT16_KHR ||
+            s.result_type == VK_COMPONENT_TYPE_FLOAT16_KHR) &&
+           divides(s);
+  });
+  if (product && f16_out) return "";
   std::string listed;
-  for (const CoopmatShape& s : nv2.flexible_shapes)
-    listed += (listed.empty() ? "" : ", ") + s.describe();
-  return "no VK_NV_cooperative_matrix2 flexible shape with fp16 A, B and fp32 C, result at "
-         "workgroup scope for " +
-         std::to_string(c.workgroup) + " invocations whose granularities divide " +
-         std::to_string(c.bm) + " x " + std::to_string(c.bn) + " x " + std::to_string(c.bk) +
+  for (const CoopmatShape& s : shapes) listed += (listed.empty() ? "" : ", ") + s.describe();
+  return std::string("no VK_NV_cooperative_matrix2 flexible shape with ") +
+         (product ? "an fp16 C or result" : "fp16 A, B and fp32 C, result") +
+         " at workgroup scope for " + std::to_string(c.workgroup) +
+         " invocations whose granularities divide " + std::to_string(c.bm) + " x " +
+         std::to_string(c.bn) + " x " + std::to_string(c.bk) +
          " (listed: " + (listed.empty() ? "none" : listed) + ")";
 }
 

@@ -697,12 +697,13 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
                      .max_dimension = 256,
                      .reserved_shared_memory = 0,
                      .flexible_shapes = {}};
-  for (uint32_t wg : {128u, 256u}) {
-    CoopmatShape flex = shape(16, 16, 16, 1);
-    flex.scope = 2;  // VK_SCOPE_WORKGROUP_KHR
-    flex.workgroup_invocations = wg;
-    nv2.nv_coopmat2.flexible_shapes.push_back(flex);
-  }
+  for (uint32_t acc : {1u, 0u})  // fp32, then fp16 accumulation (C is stored as fp16)
+    for (uint32_t wg : {128u, 256u}) {
+      CoopmatShape flex = shape(16, 16, 16, acc);
+      flex.scope = 2;  // VK_SCOPE_WORKGROUP_KHR
+      flex.workgroup_invocations = wg;
+      nv2.nv_coopmat2.flexible_shapes.push_back(flex);
+    }
   const ops::MatmulConfig& nv2_row = ops::matmul_config("nv_coopmat2");
   for (const char* row : {"nv_coopmat2", "nv_coopmat2_256", "nv_coopmat2_64"})
     CHECK(ops::matmul_config_fits(ops::matmul_config(row), nv2));
@@ -717,11 +718,16 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
   vk12.api_version = VK_API_VERSION_1_2;
   CHECK_THAT(ops::matmul_config_misfit(nv2_row, vk12), Catch::Contains("needs 1.3"));
   DeviceInfo only_256 = nv2;  // the 64x64 row runs 128 invocations: no shape listed for that
-  only_256.nv_coopmat2.flexible_shapes.erase(only_256.nv_coopmat2.flexible_shapes.begin());
+  std::erase_if(only_256.nv_coopmat2.flexible_shapes,
+                [](const CoopmatShape& s) { return s.workgroup_invocations == 128; });
   CHECK(ops::matmul_config_fits(nv2_row, only_256));
   CHECK_THAT(ops::matmul_config_misfit(ops::matmul_config("nv_coopmat2_64"), only_256),
-             Catch::Contains("for 128 invocations") &&
+             Catch::Contains("fp32 C, result at workgroup scope for 128 invocations") &&
                  Catch::Contains("16x16x16 f16*f16+f32->f32 workgroup wg256"));
+  DeviceInfo f32_only = nv2;  // no fp16 accumulator to convert the tile to before its store
+  std::erase_if(f32_only.nv_coopmat2.flexible_shapes,
+                [](const CoopmatShape& s) { return s.c_type == 0; });
+  CHECK_THAT(ops::matmul_config_misfit(nv2_row, f32_only), Catch::Contains("an fp16 C or result"));
   DeviceInfo small_dims = nv2;
   small_dims.nv_coopmat2.max_dimension = 128;
   CHECK_THAT(ops::matmul_config_misfit(ops::matmul_config("nv_coopmat2_256"), small_dims),
