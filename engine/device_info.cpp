@@ -45,21 +45,31 @@ bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* n
                      [&](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
-// Whether VK_NV_cooperative_matrix lists the shape shaders/matmul_coopmat.comp multiplies:
-// 16x16x16, fp16 A and B, fp32 C and D, subgroup scope. The command belongs to a device
-// extension but takes a physical device, so only the instance's dispatch can reach it.
-bool nv_coopmat_has_f16_16x16x16(VkInstance instance, VkPhysicalDevice physical) {
-  if (instance == VK_NULL_HANDLE) return false;
-  auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
-      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
-  if (get == nullptr) return false;
+// What a two-call enumeration command of a device extension lists for `physical` (the shapes
+// of the cooperative-matrix extensions). The commands take a physical device, so only the
+// instance's dispatch reaches them: empty without the instance, the command, or on failure.
+template <typename Get, typename Props>
+std::vector<Props> enumerate_listed(VkInstance instance, const char* command,
+                                    VkPhysicalDevice physical, VkStructureType type) {
+  if (instance == VK_NULL_HANDLE) return {};
+  auto get = reinterpret_cast<Get>(vkGetInstanceProcAddr(instance, command));
+  if (get == nullptr) return {};
   uint32_t n = 0;
-  if (get(physical, &n, nullptr) != VK_SUCCESS || n == 0) return false;
-  std::vector<VkCooperativeMatrixPropertiesNV> shapes(
-      n, VkCooperativeMatrixPropertiesNV{VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-  // VK_INCOMPLETE still fills the first n entries.
-  if (get(physical, &n, shapes.data()) < 0) return false;
-  shapes.resize(n);
+  if (get(physical, &n, nullptr) != VK_SUCCESS || n == 0) return {};
+  std::vector<Props> props(n);
+  for (auto& p : props) p = Props{type};
+  if (get(physical, &n, props.data()) < 0) return {};  // VK_INCOMPLETE fills the first n
+  props.resize(n);
+  return props;
+}
+
+// Whether VK_NV_cooperative_matrix lists the shape shaders/matmul_coopmat.comp multiplies:
+// 16x16x16, fp16 A and B, fp32 C and D, subgroup scope.
+bool nv_coopmat_has_f16_16x16x16(VkInstance instance, VkPhysicalDevice physical) {
+  const auto shapes = enumerate_listed<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV,
+                                       VkCooperativeMatrixPropertiesNV>(
+      instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV", physical,
+      VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV);
   return std::any_of(shapes.begin(), shapes.end(), [](const VkCooperativeMatrixPropertiesNV& s) {
     return s.MSize == 16 && s.NSize == 16 && s.KSize == 16 &&
            s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
@@ -68,21 +78,13 @@ bool nv_coopmat_has_f16_16x16x16(VkInstance instance, VkPhysicalDevice physical)
   });
 }
 
-// The shapes VK_KHR_cooperative_matrix lists; as for NV, only the instance's dispatch reaches the
-// command.
+// The shapes VK_KHR_cooperative_matrix lists.
 std::vector<CoopmatShape> khr_coopmat_shapes(VkInstance instance, VkPhysicalDevice physical) {
-  if (instance == VK_NULL_HANDLE) return {};
-  auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
-      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
-  if (get == nullptr) return {};
-  uint32_t n = 0;
-  if (get(physical, &n, nullptr) != VK_SUCCESS || n == 0) return {};
-  std::vector<VkCooperativeMatrixPropertiesKHR> props(n);
-  for (auto& p : props) p = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
-  if (get(physical, &n, props.data()) < 0) return {};  // VK_INCOMPLETE fills the first n
-  props.resize(n);
   std::vector<CoopmatShape> out;
-  for (const auto& p : props)
+  for (const auto& p : enumerate_listed<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR,
+                                        VkCooperativeMatrixPropertiesKHR>(
+           instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", physical,
+           VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR))
     out.push_back({p.MSize, p.NSize, p.KSize, uint32_t(p.AType), uint32_t(p.BType),
                    uint32_t(p.CType), uint32_t(p.ResultType), p.saturatingAccumulation != 0,
                    uint32_t(p.scope)});
@@ -91,21 +93,12 @@ std::vector<CoopmatShape> khr_coopmat_shapes(VkInstance instance, VkPhysicalDevi
 
 // The flexible-dimension shapes VK_NV_cooperative_matrix2 lists (granularities in m, n, k).
 std::vector<CoopmatShape> nv_coopmat2_shapes(VkInstance instance, VkPhysicalDevice physical) {
-  if (instance == VK_NULL_HANDLE) return {};
-  auto get =
-      reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV>(
-          vkGetInstanceProcAddr(
-              instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
-  if (get == nullptr) return {};
-  uint32_t n = 0;
-  if (get(physical, &n, nullptr) != VK_SUCCESS || n == 0) return {};
-  std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> props(n);
-  for (auto& p : props)
-    p = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV};
-  if (get(physical, &n, props.data()) < 0) return {};  // VK_INCOMPLETE fills the first n
-  props.resize(n);
   std::vector<CoopmatShape> out;
-  for (const auto& p : props)
+  for (const auto& p :
+       enumerate_listed<PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV,
+                        VkCooperativeMatrixFlexibleDimensionsPropertiesNV>(
+           instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV", physical,
+           VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV))
     out.push_back({p.MGranularity, p.NGranularity, p.KGranularity, uint32_t(p.AType),
                    uint32_t(p.BType), uint32_t(p.CType), uint32_t(p.ResultType),
                    p.saturatingAccumulation != 0, uint32_t(p.scope), p.workgroupInvocations});
