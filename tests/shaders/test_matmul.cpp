@@ -235,6 +235,16 @@ void check_every_row(bool texel) {
   }
 }
 
+// Every case the tensor-core rows run in f16: the f16 storage tests' (shapes, transposes,
+// epilogues, batches, padding, B broadcast), then edges of the fragment tiling, then the large
+// tiles' (whole and partial 128x128 tiles, k not a multiple of the step).
+void run_tensor_core_cases(Device& dev, const ops::MatmulConfig& cfg, uint32_t seed) {
+  for (const Case& c : k_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+  for (const Case& c : k_extra_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+  for (const Case& c : k_coopmat_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+  for (const Case& c : k_khr_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+}
+
 }  // namespace
 
 // Storage-buffer operands: what GPUs run.
@@ -303,10 +313,7 @@ VKF_TEST_CASE("matmul: the KHR cooperative-matrix rows match the reference (f16)
         run_case(dev, cfg, DType::f16, c, seed += 10);
       continue;
     }
-    for (const Case& c : k_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
-    for (const Case& c : k_extra_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
-    for (const Case& c : k_coopmat_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
-    for (const Case& c : k_khr_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+    run_tensor_core_cases(dev, cfg, seed);
   }
   if (!any_run) VKF_SKIP(dev.label() << ": " << not_run);
   if (!not_run.empty()) WARN(dev.label() << ": " << not_run);
@@ -354,10 +361,7 @@ VKF_TEST_CASE("matmul: the NV coopmat2 rows match the reference (f16)",
     }
     any_run = true;
     uint32_t seed = 7;
-    for (const Case& c : k_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
-    for (const Case& c : k_extra_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
-    for (const Case& c : k_coopmat_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
-    for (const Case& c : k_khr_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+    run_tensor_core_cases(dev, cfg, seed);
   }
   if (!any_run) VKF_SKIP(dev.label() << ": " << not_run);
   if (!not_run.empty()) WARN(dev.label() << ": " << not_run);
