@@ -53,9 +53,10 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
     if (has(exts, e)) enable.push_back(e);
   // Only with its feature and compute stage (DeviceInfo::khr_coopmat), which the shaders need.
   if (info.khr_coopmat) enable.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
-  // Likewise VK_NV_cooperative_matrix2, only with all that shaders/matmul_coopmat_nv2.comp uses.
-  const bool nv2 = info.nv_coopmat2.matmul_features();
-  if (nv2) enable.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
+  // Likewise VK_NV_cooperative_matrix2 (on top of the KHR extension), with those of its features
+  // the engine's kernels use that the device has (shaders/matmul_coopmat_nv2.comp needs all).
+  const Coopmat2Info& nv2 = info.nv_coopmat2;
+  if (nv2.listed) enable.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
 
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -100,10 +101,11 @@ Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
   }
   VkPhysicalDeviceCooperativeMatrix2FeaturesNV nv2_coop{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
-  if (nv2) {
-    nv2_coop.cooperativeMatrixWorkgroupScope = nv2_coop.cooperativeMatrixFlexibleDimensions =
-        nv2_coop.cooperativeMatrixTensorAddressing =
-            nv2_coop.cooperativeMatrixPerElementOperations = VK_TRUE;
+  if (nv2.listed) {
+    nv2_coop.cooperativeMatrixWorkgroupScope = nv2.workgroup_scope;
+    nv2_coop.cooperativeMatrixFlexibleDimensions = nv2.flexible_dimensions;
+    nv2_coop.cooperativeMatrixTensorAddressing = nv2.tensor_addressing;
+    nv2_coop.cooperativeMatrixPerElementOperations = nv2.per_element_operations;
     *tail = &nv2_coop;
   }
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};

@@ -31,7 +31,8 @@ struct CoopmatShape {
   std::string describe() const;
 };
 
-// VK_NV_cooperative_matrix2 as a device lists it. shaders/matmul_coopmat_nv2.comp needs
+// VK_NV_cooperative_matrix2 as a device lists it; the device enables the extension where listed,
+// with each of these features it has. shaders/matmul_coopmat_nv2.comp needs
 // workgroup scope, flexible dimensions, tensor addressing and per-element operations, and an
 // f16 x f16 + f32 workgroup-scope shape whose granularities divide its tiles; whether a matmul
 // row fits is matmul_config_misfit's call, which names what is missing.
@@ -46,11 +47,6 @@ struct Coopmat2Info {
   uint32_t reserved_shared_memory = 0;  // bytes a workgroup-scope kernel cannot use itself
   // The flexible-dimension shapes; queried only when query_device_info is given the instance.
   std::vector<CoopmatShape> flexible_shapes;
-  // All four features the matmul kernel uses.
-  bool matmul_features() const {
-    return listed && workgroup_scope && flexible_dimensions && tensor_addressing &&
-           per_element_operations;
-  }
 };
 
 struct MemoryHeapInfo {

@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "engine/ops/basic.h"
+#include "engine/ops/matmul_tuning.h"
+#include "engine/vk_coopmat_khr.h"
+#include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -17,6 +20,12 @@ namespace {
 const uint32_t k_scale_bias[] = {
 #include "scale_bias.inc"
 };
+
+#ifdef VKF_TEST_HAVE_COOPMAT2
+const uint32_t k_coopmat2_per_element[] = {
+#include "coopmat2_per_element.inc"
+};
+#endif
 
 struct ScaleBiasPush {
   uint32_t n;
@@ -121,4 +130,79 @@ VKF_TEST_CASE("host kernels that do not fit their spec are refused", "[engine][h
   spec = scale_bias_spec(64, 0.0f);
   spec.name = "test_never_added";
   CHECK_THROWS_WITH(dev.kernel(spec), Catch::Contains("add_shader"));
+}
+
+// A SPIR-V 1.6 kernel on VK_NV_cooperative_matrix2 (tests/engine/host_kernels/
+// coopmat2_per_element.comp), where the driver has flexible dimensions and per-element
+// operations (Mesa 26.1's lavapipe: the Debian 13 tier). What the engine's coopmat2 matmul
+// shares with it is checked on a real driver under validation: the Vulkan 1.3 device, the
+// extension and its features enabled, LocalSizeId, and the (row, col) the per-element operation
+// is given, which the matmul's epilogue uses to find bias, residual and C. Tiles of sizes no KHR
+// shape lists (flexible), rows padded, several tiles; the padding must stay poisoned.
+VKF_TEST_CASE("a coopmat2 host kernel's per-element operation sees each element's row and column",
+              "[engine][host_kernel][coopmat][nv2]") {
+#ifndef VKF_TEST_HAVE_COOPMAT2
+  VKF_SKIP("not built: glslc lacks GL_NV_cooperative_matrix2 (Debian 13's glslc has it)");
+#else
+  Device& dev = test::device();
+  const DeviceInfo& info = dev.info();
+  const Coopmat2Info& nv2 = info.nv_coopmat2;
+  if (!nv2.listed || !nv2.flexible_dimensions || !nv2.per_element_operations)
+    VKF_SKIP(dev.label() << " has no VK_NV_cooperative_matrix2 with flexible dimensions and "
+                            "per-element operations");
+  if (info.api_version < VK_API_VERSION_1_3) VKF_SKIP(dev.label() << " is below Vulkan 1.3");
+  if (!info.storage16 || !info.fp16) VKF_SKIP(dev.label() << " has no fp16 storage or arithmetic");
+  // Mesa 26.1's lavapipe crashes compiling cooperative-matrix kernels at subgroups of 16.
+  if (const std::string why = ops::known_khr_compiler_crash(info); !why.empty()) VKF_SKIP(why);
+  dev.add_shader("test_coopmat2_per_element", k_coopmat2_per_element);
+  struct Push {
+    uint32_t ld;
+    float alpha;
+  };
+  for (auto [rows, cols, tiles] :
+       {std::tuple{16u, 24u, 3u}, std::tuple{8u, 8u, 1u}, std::tuple{32u, 16u, 2u}}) {
+    // Both the fp32 tile and its fp16 copy need a listed subgroup-scope shape they divide.
+    bool f32_tile = false, f16_tile = false;
+    for (const CoopmatShape& s : nv2.flexible_shapes) {
+      if (s.scope != VK_SCOPE_SUBGROUP_KHR || !s.m || !s.n || rows % s.m || cols % s.n) continue;
+      f32_tile |= s.c_type == VK_COMPONENT_TYPE_FLOAT32_KHR;
+      f16_tile |= s.c_type == VK_COMPONENT_TYPE_FLOAT16_KHR;
+    }
+    if (!f32_tile || !f16_tile) {
+      WARN(dev.label() << ": no flexible fp32 and fp16 accumulator shapes for " << rows << "x"
+                       << cols << ": not run");
+      continue;
+    }
+    INFO(rows << "x" << cols << ", " << tiles << " tiles");
+    const uint32_t ld = cols + 3, n = tiles * rows * ld;
+    const float alpha = -1.5f;
+    const auto x = test::random_floats(n, rows * 100 + cols);
+    Buffer bx = dev.allocate(n * 4, "x");
+    dev.upload(bx, x);
+    const float poison = test::poison(DType::f16);
+    Buffer by = test::upload_as(dev, std::vector<float>(n, poison), DType::f16, "y");
+    KernelSpec spec{.name = "test_coopmat2_per_element",
+                    .buffers = 2,
+                    .push_bytes = sizeof(Push),
+                    .spec = {info.subgroup_size, rows, cols}};
+    if (info.min_subgroup_size != info.max_subgroup_size) spec.subgroup_size = info.subgroup_size;
+    Recorder rec(dev);
+    rec.dispatch(dev.kernel(spec), {in(bx), out(by)}, Push{ld, alpha}, {tiles, 1, 1});
+    rec.finish().run();
+    const auto y = test::download_as(dev, by, n, DType::f16);
+    double worst = 0;
+    for (uint32_t t = 0; t < tiles; ++t)
+      for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t c = 0; c < ld; ++c) {
+          const size_t i = (size_t(t) * rows + r) * ld + c;
+          if (c >= cols) {
+            CHECK(y[i] == poison);  // the padding is not the tile's
+            continue;
+          }
+          const double want = double(alpha) * x[i] + r * 0.25 + c * 0.0625 + t;
+          worst = std::max(worst, std::fabs(y[i] - want) / (1e-3 + 1e-3 * std::fabs(want)));
+        }
+    CHECK(worst <= 1.0);
+  }
+#endif
 }
