@@ -140,7 +140,7 @@ VKF_TEST_CASE("host kernels that do not fit their spec are refused", "[engine][h
 // is given, which the matmul's epilogue uses to find bias, residual and C. Tiles of sizes no KHR
 // shape lists (flexible), rows padded, several tiles; the padding must stay poisoned.
 VKF_TEST_CASE("a coopmat2 host kernel's per-element operation sees each element's row and column",
-              "[engine][host_kernel][coopmat][nv2]") {
+              "[engine][host_kernel][nv2]") {
 #ifndef VKF_TEST_HAVE_COOPMAT2
   VKF_SKIP("not built: glslc lacks GL_NV_cooperative_matrix2 (Debian 13's glslc has it)");
 #else
