@@ -40,6 +40,7 @@ std::string make_label(const DeviceInfo& info) {
 Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
                const DeviceOptions& options)
     : instance_(std::move(instance)), info_(info), options_(options), label_(make_label(info)) {
+  cap_api_version();
   use_queue_family(options.queue_family.value_or(
       info.queue_families.empty() ? info.compute_queue_family
                                   : choose_queue_family(info.queue_families, options.queue)));
@@ -144,6 +145,7 @@ Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& in
       timeline_semaphores_(options.adopted.timeline_semaphore),
       device_(device),
       queue_(queue) {
+  cap_api_version();
   // The host decided which features it enabled; rely on none beyond Vulkan 1.2 core.
   info_.fp16 = info_.int8 = info_.storage16 = info_.nv_coopmat = info_.khr_coopmat = false;
   info_.nv_coopmat_f16_16x16x16 = info_.vulkan_memory_model = false;
@@ -152,6 +154,12 @@ Device::Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& in
   info_.subgroup_size_control = false;
   info_.memory_budget = false;
   info_.external_memory_host = false;
+}
+
+void Device::cap_api_version() {
+  // Vulkan uses a device at no higher version than its instance's: a kernel that needs 1.3
+  // (SPIR-V 1.6) must not be chosen for a 1.3 device under a 1.2 instance.
+  info_.api_version = std::min(info_.api_version, instance_->api_version());
 }
 
 void Device::use_queue_family(uint32_t family) {

@@ -129,6 +129,7 @@ class Device {
   VkFence create_fence();
 
  private:
+  void cap_api_version();
   struct Adopted {};
   Device(Adopted, std::shared_ptr<Instance> instance, const DeviceInfo& info, VkDevice device,
          VkQueue queue, const DeviceOptions& options);

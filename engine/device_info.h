@@ -64,7 +64,7 @@ struct DeviceInfo {
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   std::string driver_name;
   std::string driver_info;
-  uint32_t api_version = 0;
+  uint32_t api_version = 0;  // the device's; a Device caps it at its Instance::api_version()
   uint32_t driver_version = 0;
   std::array<uint8_t, VK_UUID_SIZE> pipeline_cache_uuid{};
   std::vector<MemoryHeapInfo> heaps;

@@ -104,7 +104,8 @@ Instance::Instance(const InstanceOptions& options) : owned_(true) {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = options.application_name.c_str();
   app.pEngineName = "vkformer";
-  app.apiVersion = api_version_to_request();
+  api_version_ = api_version_to_request();
+  app.apiVersion = api_version_;
 
   std::vector<const char*> layers;
   std::vector<const char*> extensions;
@@ -176,11 +177,14 @@ Instance::Instance(const InstanceOptions& options) : owned_(true) {
   }
 }
 
-Instance::Instance(Adopt, VkInstance instance) : instance_(instance), owned_(false) {}
+Instance::Instance(Adopt, VkInstance instance, uint32_t api_version)
+    : instance_(instance), owned_(false), api_version_(api_version) {}
 
-std::shared_ptr<Instance> Instance::adopt(VkInstance instance) {
+std::shared_ptr<Instance> Instance::adopt(VkInstance instance, uint32_t api_version) {
   if (instance == VK_NULL_HANDLE) throw Error("Instance::adopt: null VkInstance");
-  return std::shared_ptr<Instance>(new Instance(Adopt{}, instance));
+  if (api_version < VK_API_VERSION_1_2)
+    throw Error("Instance::adopt: the engine needs an instance created for Vulkan 1.2 or later");
+  return std::shared_ptr<Instance>(new Instance(Adopt{}, instance, api_version));
 }
 
 Instance::~Instance() {

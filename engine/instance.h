@@ -35,7 +35,10 @@ class Instance {
  public:
   explicit Instance(const InstanceOptions& options = {});
   // Borrows an instance owned by the host application: it is never destroyed here.
-  static std::shared_ptr<Instance> adopt(VkInstance instance);
+  // `api_version` is the VkApplicationInfo::apiVersion the host created it with; the engine uses
+  // no device above it (1.2, the least the engine needs, unless told).
+  static std::shared_ptr<Instance> adopt(VkInstance instance,
+                                         uint32_t api_version = VK_API_VERSION_1_2);
   ~Instance();
   Instance(const Instance&) = delete;
   Instance& operator=(const Instance&) = delete;
@@ -44,14 +47,18 @@ class Instance {
   bool validation_enabled() const { return validation_; }
   ValidationLog& validation_log() { return log_; }
   std::vector<VkPhysicalDevice> physical_devices() const;
+  // The Vulkan version the instance was created for. A device is used at no higher version than
+  // this, whatever it reports (Device caps DeviceInfo::api_version to it).
+  uint32_t api_version() const { return api_version_; }
 
  private:
   struct Adopt {};
-  Instance(Adopt, VkInstance instance);
+  Instance(Adopt, VkInstance instance, uint32_t api_version);
 
   VkInstance instance_ = VK_NULL_HANDLE;
   bool owned_ = false;
   bool validation_ = false;
+  uint32_t api_version_ = VK_API_VERSION_1_2;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   ValidationLog log_;
 };

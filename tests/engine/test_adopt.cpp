@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "engine/ops/basic.h"
 #include "tests/support/vk_test.h"
 
@@ -51,4 +53,20 @@ VKF_TEST_CASE("two engines in one process do not interfere", "[engine][adopt]") 
   d2->upload(b2, std::vector<float>{3, 4});
   CHECK(d1->download<float>(b1, 2)[1] == 2.0f);
   CHECK(d2->download<float>(b2, 2)[1] == 4.0f);
+}
+
+// Vulkan uses a device at no higher version than its instance's. A 1.3 kernel (the coopmat2
+// matmul's SPIR-V 1.6) chosen for a 1.3 device under a 1.2 instance would be invalid.
+VKF_TEST_CASE("a device is used at no higher Vulkan version than its instance's",
+              "[engine][adopt]") {
+  auto instance = test::instance();
+  CHECK(instance->api_version() >= VK_API_VERSION_1_2);
+  const DeviceInfo info = select_device(query_all_devices(instance->physical_devices()), "");
+  for (uint32_t host_version : {VK_API_VERSION_1_2, VK_API_VERSION_1_3}) {
+    Device dev(Instance::adopt(instance->get(), host_version), info, {.pipeline_cache_dir = ""});
+    CAPTURE(host_version, info.api_version);
+    CHECK(dev.info().api_version == std::min(info.api_version, host_version));
+  }
+  CHECK_THROWS_WITH(Instance::adopt(instance->get(), VK_API_VERSION_1_1),
+                    Catch::Contains("Vulkan 1.2 or later"));
 }
