@@ -148,16 +148,19 @@ void bm_adam(benchmark::State& state) {
   vkf::ops::AdamOptions o;
   o.max_grad_norm = 1.0f;
   vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
-  vkf::ops::adam(dev, rec,
-                 {.params = w,
-                  .grads = g,
-                  .m = m,
-                  .v = v,
-                  .step = step,
-                  .grad_norm = norm,
-                  .n = n,
-                  .options = o,
-                  .workgroup_size = uint32_t(state.range(0))});
+  vkf::ops::adam(
+      dev, rec,
+      {.params = w,
+       .grads = g,
+       .m = m,
+       .v = v,
+       .step = step,
+       .grad_norm = norm,
+       .n = n,
+       .options = o,
+       .config = vkf::ops::AdamConfig{uint32_t(state.range(0)), uint32_t(state.range(1)),
+                                      state.range(2) ? vkf::ops::AdamConfig::Reads::texel
+                                                     : vkf::ops::AdamConfig::Reads::storage}});
   vkf::Sequence seq = rec.finish();
   state.counters["params"] = n;
   time_sequence(state, seq, double(n) * 28);
@@ -232,12 +235,11 @@ BENCHMARK(bm_log_softmax)
     ->Args({128, 8000, 256})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-// Workgroup sizes either side of the default (256): whether Adam is worth a tuned family.
+// Adam's tuned dimensions (ops::AdamConfig) around both priors: wg256 x1 storage (GPUs) and
+// wg256 x4 texel (CPU devices).
 BENCHMARK(bm_adam)
-    ->ArgNames({"wg"})
-    ->Arg(64)
-    ->Arg(256)
-    ->Arg(1024)
+    ->ArgNames({"wg", "elems", "texel"})
+    ->ArgsProduct({{64, 256, 1024}, {1, 4, 8}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(bm_grad_norm)

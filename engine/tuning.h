@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "engine/ops/adam.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/layer_norm_choice.h"
@@ -25,8 +26,8 @@ struct Tuning {
   std::map<std::string, ops::RowKernelConfig> cross_entropy;
   // By ops::topk_shape_class(): "f32/r128/v64k/k8" (path, workgroup size, entries a lane).
   std::map<std::string, ops::TopKConfig> topk;
-  // By ops::adam_shape_class(): "f32/n16m" (workgroup size).
-  std::map<std::string, uint32_t> adam;
+  // By ops::adam_shape_class(): "f32/n16m" (workgroup size, elements an invocation, reads).
+  std::map<std::string, ops::AdamConfig> adam;
 };
 
 }  // namespace vkf

@@ -173,6 +173,22 @@ ops::RowKernelConfig row_kernel_of(const json& j) {
   return c;
 }
 
+// Files written before Adam had more than its workgroup size tuned hold only that: one element
+// an invocation, storage reads.
+ops::AdamConfig adam_of(const json& j) {
+  ops::AdamConfig c;
+  c.workgroup_size = j.at("workgroup_size").get<uint32_t>();
+  c.elems = j.value("elems", 1u);
+  const std::string reads = j.value("reads", std::string("storage"));
+  if (reads == "texel")
+    c.reads = ops::AdamConfig::Reads::texel;
+  else if (reads != "storage")
+    throw Error("Adam reads '" + reads + "' is not texel or storage");
+  if (!c.workgroup_size || !c.elems)
+    throw Error("Adam configuration " + ops::describe(c) + " has a zero size");
+  return c;
+}
+
 json topk_json(const ops::TopKConfig& c) {
   json j = {{"path", c.path == ops::TopKPath::subgroup_rows ? "rows" : "chunks"},
             {"workgroup_size", c.workgroup_size}};
@@ -305,7 +321,11 @@ void write_tuning_file(const std::string& path, const TuningFile& f) {
                                {"k", t.shape.k}},
                               topk_json(t.config)));
   for (const TunedAdam& t : f.adam)
-    adam.push_back(entry_json(t, {{"n", t.shape.n}}, {{"workgroup_size", t.config}}));
+    adam.push_back(entry_json(
+        t, {{"n", t.shape.n}},
+        {{"workgroup_size", t.config.workgroup_size},
+         {"elems", t.config.elems},
+         {"reads", t.config.reads == ops::AdamConfig::Reads::texel ? "texel" : "storage"}}));
   const json j = {{"format", k_format},
                   {"device",
                    {{"vendor_id", f.key.vendor_id},
@@ -409,8 +429,7 @@ TuningFile read_tuning_file(const std::string& path) {
       TunedAdam t;
       t.shape = {e.at("shape").at("n").get<uint32_t>()};
       read_evidence(e, t, ops::adam_shape_class(t.shape));
-      t.config = e.at("config").at("workgroup_size").get<uint32_t>();
-      if (!t.config) throw Error("Adam workgroup size 0");
+      t.config = adam_of(e.at("config"));
       f.adam.push_back(std::move(t));
     }
     return f;

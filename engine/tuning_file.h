@@ -52,7 +52,7 @@ using TunedAttention = TunedEntry<ops::AttentionProblem, ops::AttentionTiles>;
 using TunedLayerNorm = TunedEntry<ops::LayerNormProblem, ops::LayerNormConfig>;
 using TunedCrossEntropy = TunedEntry<ops::CrossEntropyProblem, ops::RowKernelConfig>;
 using TunedTopK = TunedEntry<ops::TopKProblem, ops::TopKConfig>;
-using TunedAdam = TunedEntry<ops::AdamProblem, uint32_t>;  // the workgroup size
+using TunedAdam = TunedEntry<ops::AdamProblem, ops::AdamConfig>;
 
 struct TuningFile {
   TuningKey key;

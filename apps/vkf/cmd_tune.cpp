@@ -182,7 +182,7 @@ int run_tune(const TuneArgs& a) {
             std::to_string(t.shape.k),
         ops::describe(t.config));
   for (const TunedAdam& t : f.adam)
-    row("adam", t, std::to_string(t.shape.n), "wg" + std::to_string(t.config));
+    row("adam", t, std::to_string(t.shape.n), ops::describe(t.config));
   auto rejected = [](const auto& entries) {
     for (const auto& t : entries)
       for (const auto& [cfg, why] : t.rejected)

@@ -252,11 +252,11 @@ TunedAdam tune_adam(Device& dev, const ops::AdamProblem& p, Timer& timer,
   std::memcpy(stepb.mapped(), &st, sizeof st);
   fill_small(dev, {&w, &g, &m, &v}, DType::f32);
   dev.upload(norm, std::vector<uint32_t>{0, 0, 0, 0});
-  SearchSpace<uint32_t> space;
-  space.candidates = adam_candidates(dev.info());
-  space.describe = [](uint32_t wg) { return "wg" + std::to_string(wg); };
-  space.time = [&](uint32_t wg, double give_up) {
-    return time_sequence(dev, timer, space.describe(wg), cls, give_up, [&](Recorder& rec) {
+  SearchSpace<ops::AdamConfig> space;
+  space.candidates = adam_candidates(dev.info(), n);
+  space.describe = [](const ops::AdamConfig& c) { return ops::describe(c); };
+  space.time = [&](const ops::AdamConfig& c, double give_up) {
+    return time_sequence(dev, timer, space.describe(c), cls, give_up, [&](Recorder& rec) {
       ops::adam(dev, rec,
                 {.params = w,
                  .grads = g,
@@ -265,10 +265,10 @@ TunedAdam tune_adam(Device& dev, const ops::AdamProblem& p, Timer& timer,
                  .step = stepb,
                  .grad_norm = norm,
                  .n = n,
-                 .workgroup_size = wg});
+                 .config = c});
     });
   };
-  space.check = [&](uint32_t wg) { return check_adam(dev, wg, options.sabotage); };
+  space.check = [&](const ops::AdamConfig& c) { return check_adam(dev, c, options.sabotage); };
   return entry(p, cls, space.describe(space.candidates.front()),
                search(space, options, deadline, step));
 }

@@ -108,15 +108,27 @@ std::vector<ops::TopKConfig> topk_candidates(const DeviceInfo& info, const ops::
   return pool;
 }
 
-std::vector<uint32_t> adam_candidates(const DeviceInfo& info) {
-  std::vector<uint32_t> pool;
-  for (uint32_t wg : k_workgroups)
-    if (wg != 256 && wg <= info.max_workgroup_invocations && wg <= info.max_workgroup_size[0])
-      pool.push_back(wg);
-  std::stable_sort(pool.begin(), pool.end(), [](uint32_t a, uint32_t b) {
-    return wg_distance(a, 256) < wg_distance(b, 256);
+std::vector<ops::AdamConfig> adam_candidates(const DeviceInfo& info, uint32_t tuned_n) {
+  using Reads = ops::AdamConfig::Reads;
+  const bool texel_fits = tuned_n <= info.max_texel_buffer_elements;
+  ops::AdamConfig prior = ops::adam_default_config(info);
+  if (!texel_fits) prior.reads = Reads::storage;  // what adam() falls back to
+  std::vector<ops::AdamConfig> pool;
+  for (Reads reads : {Reads::storage, Reads::texel})
+    for (uint32_t elems : {1u, 2u, 4u, 8u})
+      for (uint32_t wg : k_workgroups) {
+        const ops::AdamConfig c{wg, elems, reads};
+        if (reads == Reads::texel && !texel_fits) continue;
+        if (c != prior && ops::adam_config_misfit(info, c).empty()) pool.push_back(c);
+      }
+  std::stable_sort(pool.begin(), pool.end(), [&](const auto& a, const auto& b) {
+    auto d = [&](const ops::AdamConfig& c) {
+      return (c.reads != prior.reads ? 0.5 : 0.0) + wg_distance(c.elems, prior.elems) +
+             wg_distance(c.workgroup_size, prior.workgroup_size);
+    };
+    return d(a) < d(b);
   });
-  pool.insert(pool.begin(), 256u);
+  pool.insert(pool.begin(), prior);
   return pool;
 }
 

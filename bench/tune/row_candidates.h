@@ -23,7 +23,9 @@ std::vector<ops::RowKernelConfig> cross_entropy_candidates(const DeviceInfo& inf
 // Top-k: the default (chunks), then a subgroup per row (the other path, tried first), then
 // chunk shapes nearest the default.
 std::vector<ops::TopKConfig> topk_candidates(const DeviceInfo& info, const ops::TopKProblem& p);
-// Adam's workgroup sizes: 256 (the default), then the others nearest it first.
-std::vector<uint32_t> adam_candidates(const DeviceInfo& info);
+// Adam: the default (the device type's prior), then its texel or storage twin, then workgroup
+// sizes and elements an invocation nearest it. `tuned_n`: the parameters the tuner times (texel
+// reads only where a view of them fits the device).
+std::vector<ops::AdamConfig> adam_candidates(const DeviceInfo& info, uint32_t tuned_n);
 
 }  // namespace vkf::tune

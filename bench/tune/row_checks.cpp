@@ -223,7 +223,7 @@ std::string check_topk(Device& dev, const ops::TopKConfig& candidate, const ops:
   return "";
 }
 
-std::string check_adam(Device& dev, uint32_t workgroup_size, const Sabotage& sabotage) {
+std::string check_adam(Device& dev, const ops::AdamConfig& candidate, const Sabotage& sabotage) {
   const uint32_t n = 1001, step = 3;
   const float grad_scale = 0.5f;
   ops::AdamOptions o{.lr = 2.0f, .d_model = 64.0f, .warmup_steps = 4.0f, .weight_decay = 0.01f};
@@ -261,8 +261,8 @@ std::string check_adam(Device& dev, uint32_t workgroup_size, const Sabotage& sab
                .grad_norm = normb,
                .n = n,
                .options = o,
-               .workgroup_size = workgroup_size});
-    if (sabotage && sabotage("wg" + std::to_string(workgroup_size)))
+               .config = candidate});
+    if (sabotage && sabotage(ops::describe(candidate)))
       rec.fill(wb.ref().slice(0, 4), k_wrong_bits);
     rec.finish().run();
   } catch (const Error& e) {

@@ -8,6 +8,7 @@
 
 #include "bench/tune/matmul_check.h"
 #include "engine/device.h"
+#include "engine/ops/adam.h"
 #include "engine/ops/layer_norm_choice.h"
 #include "engine/ops/loss_choice.h"
 #include "engine/ops/topk_choice.h"
@@ -23,8 +24,9 @@ std::string check_cross_entropy(Device& dev, const ops::RowKernelConfig& candida
 // on rows with many ties and -inf entries.
 std::string check_topk(Device& dev, const ops::TopKConfig& candidate, const ops::TopKProblem& p,
                        const Sabotage& sabotage = {});
-// Adam at a workgroup size: one clipped AdamW step of 1001 parameters (no workgroup divides it)
-// against the double reference (tests/reference/optim.h).
-std::string check_adam(Device& dev, uint32_t workgroup_size, const Sabotage& sabotage = {});
+// Adam in a configuration: one clipped AdamW step of 1001 parameters (no workgroup or element
+// count divides it) against the double reference (tests/reference/optim.h).
+std::string check_adam(Device& dev, const ops::AdamConfig& candidate,
+                       const Sabotage& sabotage = {});
 
 }  // namespace vkf::tune

@@ -64,24 +64,58 @@ std::string adam_shape_class(const AdamProblem& p) {
                                                    : "big");
 }
 
-uint32_t choose_adam_workgroup(const Device& dev, const AdamProblem& p, std::string* why) {
-  constexpr uint32_t k_default = 256;
+std::string describe(const AdamConfig& c) {
+  return "wg" + std::to_string(c.workgroup_size) + " x" + std::to_string(c.elems) +
+         (c.reads == AdamConfig::Reads::texel ? " texel" : " storage");
+}
+
+std::string adam_config_misfit(const DeviceInfo& info, const AdamConfig& c) {
+  const uint32_t wg = c.workgroup_size;
+  if (wg < 32 || wg > 1024 || (wg & (wg - 1)) != 0)
+    return "workgroup size " + std::to_string(wg) + " is not a power of two in 32..1024";
+  if (wg > info.max_workgroup_invocations || wg > info.max_workgroup_size[0])
+    return "workgroup size " + std::to_string(wg) + " exceeds the device's " +
+           std::to_string(std::min(info.max_workgroup_invocations, info.max_workgroup_size[0]));
+  if (c.elems != 1 && c.elems != 2 && c.elems != 4 && c.elems != 8)
+    return std::to_string(c.elems) + " elements an invocation: not 1, 2, 4 or 8";
+  return "";
+}
+
+AdamConfig adam_default_config(const DeviceInfo& info) {
+  AdamConfig c;
+  if (info.is_cpu()) c = {256, 4, AdamConfig::Reads::texel};
+  // Vulkan promises 128 invocations a workgroup, not 256.
+  while (c.workgroup_size > 32 && (c.workgroup_size > info.max_workgroup_invocations ||
+                                   c.workgroup_size > info.max_workgroup_size[0]))
+    c.workgroup_size /= 2;
+  return c;
+}
+
+AdamConfig choose_adam_config(const Device& dev, const AdamProblem& p, std::string* why) {
   std::string passed_over;
   if (const Tuning* t = dev.tuning()) {
     const std::string cls = adam_shape_class(p);
     if (auto it = t->adam.find(cls); it != t->adam.end()) {
-      const uint32_t wg = it->second;
-      if (wg && (wg & (wg - 1)) == 0 && wg <= dev.info().max_workgroup_invocations &&
-          wg <= dev.info().max_workgroup_size[0]) {
-        if (why) *why = "tuned for " + cls + " (wg" + std::to_string(wg) + ", " + t->origin + ")";
-        return wg;
+      const std::string misfit = adam_config_misfit(dev.info(), it->second);
+      if (misfit.empty()) {
+        if (why) *why = "tuned for " + cls + " (" + describe(it->second) + ", " + t->origin + ")";
+        return it->second;
       }
-      passed_over = "; the tuned wg" + std::to_string(wg) + " for " + cls +
-                    " was passed over: not a power of two the device runs";
+      passed_over =
+          "; the tuned " + describe(it->second) + " for " + cls + " was passed over: " + misfit;
     }
   }
-  if (why) *why = "default: wg" + std::to_string(k_default) + passed_over;
-  return k_default;
+  const AdamConfig d = adam_default_config(dev.info());
+  if (why) *why = "default: " + describe(d) + passed_over;
+  return d;
+}
+
+std::string adam_texel_misfit(const DeviceInfo& info, const AdamArgs& a) {
+  for (const auto& [b, what] : {std::pair{a.params, "params"}, std::pair{a.grads, "grads"},
+                                std::pair{a.m, "m"}, std::pair{a.v, "v"}})
+    if (std::string misfit = texel_view_misfit(info, b, VK_FORMAT_R32_SFLOAT); !misfit.empty())
+      return std::string(what) + ": " + misfit;
+  return "";
 }
 
 void adam(Device& dev, Recorder& rec, const AdamArgs& a) {
@@ -99,8 +133,14 @@ void adam(Device& dev, Recorder& rec, const AdamArgs& a) {
     throw Error(op + ": betas must be in [0, 1) and eps >= 0");
   if (o.schedule == LrSchedule::noam && !(o.d_model > 0 && o.warmup_steps > 0))
     throw Error(op + ": the schedule needs d_model > 0 and warmup_steps > 0");
-  uint32_t wg = resolve_workgroup_size(
-      dev, a.workgroup_size ? a.workgroup_size : choose_adam_workgroup(dev, {a.n}), "adam");
+  AdamConfig c = a.config ? *a.config : choose_adam_config(dev, {a.n});
+  if (const std::string misfit = adam_config_misfit(dev.info(), c); !misfit.empty())
+    throw Error(op + ": " + describe(c) + ": " + misfit);
+  if (c.reads == AdamConfig::Reads::texel)
+    if (const std::string why = adam_texel_misfit(dev.info(), a); !why.empty()) {
+      if (a.config) throw Error(op + ": texel reads were asked for, but " + why);
+      c.reads = AdamConfig::Reads::storage;
+    }
   struct {
     uint32_t n, flags;
     float lr, d_model, warmup, beta1, beta2, eps, weight_decay, max_norm;
@@ -115,11 +155,22 @@ void adam(Device& dev, Recorder& rec, const AdamArgs& a) {
       o.eps,
       o.weight_decay,
       o.max_grad_norm};
-  const Kernel& k = dev.kernel({"adam", 6, sizeof push, {wg}});
+  const auto groups = groups_1d(ceil_div(a.n, c.elems), c.workgroup_size);
   // Without clipping or the non-finite check binding 5 is never read; the step buffer stands in.
   const BufferRef& norm = need_norm ? a.grad_norm : a.step;
+  if (c.reads == AdamConfig::Reads::texel) {
+    const VkFormat f32 = VK_FORMAT_R32_SFLOAT;
+    KernelSpec spec{"adam_texel", 9, sizeof push, {c.workgroup_size, c.elems}};
+    spec.texel_buffers = (1u << 1) | (1u << 6) | (1u << 7) | (1u << 8);
+    rec.dispatch(dev.kernel(spec),
+                 {out(a.params), in_texels(a.grads, f32), out(a.m), out(a.v), in(a.step), in(norm),
+                  in_texels(a.params, f32), in_texels(a.m, f32), in_texels(a.v, f32)},
+                 push, groups);
+    return;
+  }
+  const Kernel& k = dev.kernel({"adam", 6, sizeof push, {c.workgroup_size, c.elems}});
   rec.dispatch(k, {inout(a.params), in(a.grads), inout(a.m), inout(a.v), in(a.step), in(norm)},
-               push, groups_1d(a.n, wg));
+               push, groups);
 }
 
 }  // namespace vkf::ops

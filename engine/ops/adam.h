@@ -3,6 +3,7 @@
 // deterministic global gradient norm (with a non-finite flag) it uses for clipping.
 // Kernels: shaders/adam.comp, grad_norm.comp, grad_norm_final.comp.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,26 @@ struct AdamOptions {
   bool skip_nonfinite = true;  // leave w, m, v untouched when the gradient has NaN/Inf
 };
 
+// How adam() runs: memory-bound, a few flops an element, so what matters is how a device
+// schedules the invocations and reads the four streams.
+struct AdamConfig {
+  uint32_t workgroup_size = 256;  // power of two
+  // Elements an invocation updates (1, 2, 4 or 8), `threads` apart so that neighbouring
+  // invocations touch neighbouring elements each time. The per-step scalars (learning rate,
+  // clipping, bias corrections) are computed once per invocation: a CPU device runs them for
+  // every invocation, a GPU hides them.
+  uint32_t elems = 1;
+  // texel: w, g, m and v are read through uniform texel views, and w, m, v written through
+  // storage bindings over the same memory (each element is read, then written, by one
+  // invocation). Where a buffer cannot be viewed (its offset or size: texel_view_misfit), a
+  // tuned or default choice falls back to storage; a forced one is an error.
+  enum class Reads { storage, texel } reads = Reads::storage;
+  bool operator==(const AdamConfig&) const = default;
+};
+std::string describe(const AdamConfig& c);  // "wg256 x4 texel"
+// Why the device cannot run `c` ("" when it can).
+std::string adam_config_misfit(const DeviceInfo& info, const AdamConfig& c);
+
 // One update of w from grads (scaled by StepScalars.grad_scale), step = StepScalars.step
 // (1-based; 0 acts as 1), lr multiplied by StepScalars.lr_scale.
 struct AdamArgs {
@@ -63,19 +84,25 @@ struct AdamArgs {
   BufferRef grad_norm;  // GradNormResult of these gradients; needed for clipping/skip_nonfinite
   uint32_t n = 0;
   AdamOptions options;
-  uint32_t workgroup_size = 0;  // 0 = 256
+  // Forced; unset: the device's tuning for the shape class, else adam_default_config. Every
+  // configuration evaluates the same expressions in the same order.
+  std::optional<AdamConfig> config;
 };
 void adam(Device& dev, Recorder& rec, const AdamArgs& a);
+// Why texel reads cannot run `a` on `info`'s device: the first of params, grads, m and v that
+// no R32F texel view can cover, and why (texel_view_misfit); "" when every one can.
+std::string adam_texel_misfit(const DeviceInfo& info, const AdamArgs& a);
 
-// Adam's tuned dimension is its workgroup size (memory-bound, one element an invocation: on
-// Mesa 22.3's lavapipe 1024 ran 1.55x faster than 256). Shape classes: the parameter count
-// rounded up to a bucket (64k, 1m, 16m, big).
+// Shape classes: the parameter count rounded up to a bucket (64k, 1m, 16m, big).
 struct AdamProblem {
   uint32_t n = 0;
 };
 std::string adam_shape_class(const AdamProblem& p);
-// The workgroup size adam() runs when AdamArgs::workgroup_size is 0: the device's tuning for the
-// class where the device can run it, else 256; `why` says which (may be null).
-uint32_t choose_adam_workgroup(const Device& dev, const AdamProblem& p, std::string* why = nullptr);
+// The prior: wg256, one element an invocation, storage reads on a GPU; on a CPU device four
+// elements an invocation and texel reads (measured on three lavapipe drivers: bench/README.md).
+AdamConfig adam_default_config(const DeviceInfo& info);
+// What adam() runs when AdamArgs::config is unset: the device's tuning for the class where the
+// device can run it, else the default; `why` says which (may be null).
+AdamConfig choose_adam_config(const Device& dev, const AdamProblem& p, std::string* why = nullptr);
 
 }  // namespace vkf::ops

@@ -7,6 +7,7 @@
 
 #include "engine/ops/adam.h"
 #include "engine/step_scalars.h"
+#include "engine/tuning_file.h"
 #include "tests/reference/optim.h"
 #include "tests/support/vk_test.h"
 
@@ -113,9 +114,16 @@ VKF_TEST_CASE("adam follows the reference over warmup and decay", "[shaders][ada
       {"schedule", noam, 1.0f},        {"schedule, grad_scale 0.5", noam, 0.5f},
       {"clipping", clipped, 0.25f},    {"adamw", adamw, 1.0f},
       {"constant lr", constant, 1.0f}, {"no norm buffer", no_norm, 2.0f}};
+  using Reads = ops::AdamConfig::Reads;
+  // Workgroup sizes, elements an invocation (none divides 1001) and both read paths.
+  const ops::AdamConfig configs[] = {{32, 1, Reads::storage},   {256, 1, Reads::storage},
+                                     {1024, 1, Reads::storage}, {256, 4, Reads::texel},
+                                     {64, 8, Reads::storage},   {1024, 2, Reads::texel},
+                                     {32, 8, Reads::texel}};
   for (const auto& c : cases) {
-    for (uint32_t wg : {32u, 256u, 1024u}) {
-      INFO(c.name << ", wg " << wg);
+    for (const ops::AdamConfig& config : configs) {
+      const uint32_t wg = config.workgroup_size;
+      INFO(c.name << ", " << ops::describe(config));
       auto w0 = test::random_floats(n, 100);
       ref::AdamState state{{w0.begin(), w0.end()}, std::vector<double>(n), std::vector<double>(n)};
       Buffer bw = dev.allocate(n * 4, "w"), bg = dev.allocate(n * 4, "g");
@@ -142,7 +150,7 @@ VKF_TEST_CASE("adam follows the reference over warmup and decay", "[shaders][ada
                                                                                 : BufferRef{},
            .n = n,
            .options = c.options,
-           .workgroup_size = wg});
+           .config = config});
       Sequence seq = rec.finish();
       for (uint32_t s = 1; s <= 10; ++s) {  // warmup is 4 steps: both phases of the schedule
         INFO("step " << s);
@@ -212,6 +220,81 @@ VKF_TEST_CASE("adam skips a step with a non-finite gradient", "[shaders][adam]")
       CHECK(!std::isfinite(w[17]));
     }
   }
+}
+
+// A texel view has a device limit on its elements (and an offset alignment): a chosen (default
+// or tuned) texel configuration runs through storage bindings where a buffer cannot be viewed;
+// a forced one says why it cannot run.
+VKF_TEST_CASE("adam says which buffer a texel view cannot cover", "[shaders][adam]") {
+  Device& dev = test::device();
+  const uint32_t n = 777;
+  Buffer bw = dev.allocate(n * 4, "w"), bg = dev.allocate(n * 4, "g");
+  Buffer bm = dev.allocate(n * 4, "m"), bv = dev.allocate(n * 4, "v");
+  const ops::AdamArgs a{.params = bw, .grads = bg, .m = bm, .v = bv, .n = n};
+  CHECK(ops::adam_texel_misfit(dev.info(), a).empty());
+  DeviceInfo small = dev.info();
+  small.max_texel_buffer_elements = n - 1;
+  CHECK_THAT(ops::adam_texel_misfit(small, a),
+             Catch::StartsWith("params: ") && Catch::Contains("outside 1..776"));
+}
+
+// The tuned configuration is what adam() runs when none is forced, and is passed over, saying
+// why, where the device cannot run it.
+VKF_TEST_CASE("adam runs the tuned configuration of its shape class", "[shaders][adam]") {
+  const uint32_t n = 777;
+  const ops::AdamConfig texel{64, 2, ops::AdamConfig::Reads::texel};
+  auto dev = test::new_device();
+  TuningFile file;
+  file.key = TuningKey::of(dev->info());
+  TunedAdam t;
+  t.shape_class = ops::adam_shape_class({n});
+  t.shape = {n};
+  t.config = texel;
+  file.adam.push_back(t);
+  t.shape_class = ops::adam_shape_class({n << 12});
+  t.config.workgroup_size = 2048;  // more than any device runs
+  file.adam.push_back(t);
+  const ops::AdamConfig fallback = ops::adam_default_config(dev->info());
+  CHECK(ops::choose_adam_config(*dev, {n}) == fallback);
+  dev->set_tuning(make_tuning(file, "test"));
+  std::string why;
+  CHECK(ops::choose_adam_config(*dev, {n}, &why) == texel);
+  CHECK_THAT(why, Catch::Contains("tuned for f32/n64k (wg64 x2 texel"));
+  CHECK(ops::choose_adam_config(*dev, {n << 12}, &why) == fallback);
+  CHECK_THAT(why, Catch::Contains("wg2048 x2 texel for f32/n16m was passed over"));
+
+  const auto w0 = test::random_floats(n, 1), g = test::random_floats(n, 2);
+  Buffer bw = dev->allocate(n * 4, "w"), bg = dev->allocate(n * 4, "g");
+  Buffer bm = dev->allocate(n * 4, "m"), bv = dev->allocate(n * 4, "v");
+  Buffer step = new_step_buffer(*dev), norm = dev->allocate(16, "norm");
+  scalars_of(step).step = 1;
+  const double g_norm = ref::grad_norm({g});
+  ops::GradNormResult r;
+  r.sum_squares = float(g_norm * g_norm);
+  r.norm = float(g_norm);
+  dev->upload(norm, std::vector<ops::GradNormResult>{r});
+  dev->upload(bw, w0);
+  dev->upload(bg, g);
+  dev->upload(bm, std::vector<float>(n, test::k_poison));
+  dev->upload(bv, std::vector<float>(n, test::k_poison));
+  // m and v start poisoned: a step with beta1 = beta2 = 0 overwrites them whole.
+  const ops::AdamOptions o{.beta1 = 0.0f, .beta2 = 0.0f};
+  Recorder rec(*dev);
+  ops::adam(*dev, rec,
+            {.params = bw,
+             .grads = bg,
+             .m = bm,
+             .v = bv,
+             .step = step,
+             .grad_norm = norm,
+             .n = n,
+             .options = o});
+  rec.finish().run();
+  ref::AdamState want{{w0.begin(), w0.end()}, std::vector<double>(n), std::vector<double>(n)};
+  ref::adam_step(want, g, o, 1, 1.0, 1.0, g_norm);
+  CHECK(test::tolerance_ratio(dev->download<float>(bw, n), want.w, 1e-6, 1e-5) <= 1.0);
+  CHECK(test::tolerance_ratio(dev->download<float>(bm, n), want.m, 1e-7, 1e-5) <= 1.0);
+  CHECK(test::tolerance_ratio(dev->download<float>(bv, n), want.v, 1e-12, 1e-5) <= 1.0);
 }
 
 VKF_TEST_CASE("adam checks its arguments", "[shaders][adam]") {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "bench/tune/attention_candidates.h"
@@ -487,7 +488,9 @@ VKF_TEST_CASE("model tuner: every family within the budget, and a spent budget s
   for (auto s : described(tune::cross_entropy_candidates(dev->info(), shapes.cross_entropy[0])))
     names.push_back(s);
   for (auto s : described(tune::topk_candidates(dev->info(), shapes.topk[0]))) names.push_back(s);
-  for (uint32_t wg : tune::adam_candidates(dev->info())) names.push_back("wg" + std::to_string(wg));
+  for (auto s :
+       described(tune::adam_candidates(dev->info(), std::min(shapes.adam[0].n, 16u << 20))))
+    names.push_back(s);
   FakeTimer timer(names, {});
   const tune::TuneReport all = tune::tune_model(*dev, shapes, timer, short_search(2));
   CHECK(all.file.matmul.size() == 1);  // one shape class
@@ -510,27 +513,57 @@ VKF_TEST_CASE("model tuner: every family within the budget, and a spent budget s
   CHECK_THAT(spent.skipped.back(), Catch::Contains("adam f32/n64k"));
 }
 
-VKF_TEST_CASE("Adam tuner: the fastest correct workgroup wins, Adam then runs it",
+TEST_CASE("Adam's candidates: the device type's prior first, then its nearest neighbours",
+          "[shaders][tune][adam]") {
+  using Reads = ops::AdamConfig::Reads;
+  DeviceInfo cpu = cpu_info(16);
+  DeviceInfo gpu = cpu_info(32);
+  gpu.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  gpu.max_texel_buffer_elements = cpu.max_texel_buffer_elements = 1u << 27;
+  const auto on_cpu = tune::adam_candidates(cpu, 1u << 20);
+  const auto on_gpu = tune::adam_candidates(gpu, 1u << 20);
+  REQUIRE(on_cpu.size() == 6 * 4 * 2);  // workgroup sizes x elements x reads
+  CHECK(on_cpu[0] == ops::AdamConfig{256, 4, Reads::texel});
+  CHECK(on_cpu[1] == ops::AdamConfig{256, 4, Reads::storage});
+  CHECK(on_gpu[0] == ops::AdamConfig{256, 1, Reads::storage});
+  CHECK(on_gpu[1] == ops::AdamConfig{256, 1, Reads::texel});
+  for (const auto& c : on_cpu) CHECK(ops::adam_config_misfit(cpu, c).empty());
+  // Where a view of the timed parameters does not fit, no texel candidate.
+  const auto too_many = tune::adam_candidates(cpu, (1u << 27) + 1);
+  CHECK(too_many.size() == 6 * 4);
+  CHECK(too_many[0] == ops::AdamConfig{256, 4, Reads::storage});
+  for (const auto& c : too_many) CHECK(c.reads == Reads::storage);
+  DeviceInfo narrow = gpu;
+  narrow.max_workgroup_invocations = narrow.max_workgroup_size[0] = 128;
+  const auto on_narrow = tune::adam_candidates(narrow, 1000);
+  CHECK(on_narrow.size() == 3 * 4 * 2);
+  CHECK(on_narrow[0] == ops::AdamConfig{128, 1, Reads::storage});
+  CHECK_THAT(ops::adam_config_misfit(narrow, {256, 1, Reads::storage}), Catch::Contains("exceeds"));
+  CHECK_THAT(ops::adam_config_misfit(gpu, {256, 3, Reads::storage}),
+             Catch::Contains("not 1, 2, 4 or 8"));
+}
+
+VKF_TEST_CASE("Adam tuner: the fastest correct configuration wins, Adam then runs it",
               "[shaders][tune][adam]") {
   CHECK(ops::adam_shape_class({60'000'000}) == "f32/nbig");
   CHECK(ops::adam_shape_class({7'500'000}) == "f32/n16m");
   auto dev = test::new_device();
-  const auto cands = tune::adam_candidates(dev->info());
-  REQUIRE(cands.size() >= 4);
-  CHECK(cands[0] == 256);
-  std::vector<std::string> names;
-  for (uint32_t wg : cands) names.push_back("wg" + std::to_string(wg));
-  for (uint32_t wg : cands) {
-    INFO(wg);
-    CHECK(tune::check_adam(*dev, wg).empty());
-  }
   const ops::AdamProblem p{3000};
+  const auto cands = tune::adam_candidates(dev->info(), p.n);
+  REQUIRE(cands.size() >= 4);
+  CHECK(cands[0] == ops::adam_default_config(dev->info()));
+  const std::vector<std::string> names = described(cands);
+  // Every configuration of the search space against the double reference.
+  for (const auto& c : cands) {
+    INFO(ops::describe(c));
+    CHECK(tune::check_adam(*dev, c).empty());
+  }
   FakeTimer timer(names, {{0, 1.0}, {1, 0.5}, {2, 0.3}, {3, 0.6}});
   const TunedAdam t = tune::tune_adam(*dev, p, timer, short_search(4), far_deadline());
   CHECK(t.config == cands[2]);
-  CHECK(t.default_name == "wg256");
+  CHECK(t.default_name == names[0]);
 
-  // A workgroup size made wrong on purpose is rejected, saying why.
+  // A configuration made wrong on purpose is rejected, saying why.
   auto options = short_search(4);
   options.sabotage = [&](const std::string& c) { return c == names[2]; };
   CHECK_THAT(tune::check_adam(*dev, cands[2], options.sabotage), Catch::Contains("w wrong at"));
@@ -540,7 +573,7 @@ VKF_TEST_CASE("Adam tuner: the fastest correct workgroup wins, Adam then runs it
   REQUIRE(r.rejected.size() == 1);
   CHECK(r.rejected[0].first == names[2]);
 
-  // Through the tuning file, Adam with its workgroup size left at 0 runs the tuned one.
+  // Through the tuning file, Adam with no configuration forced runs the tuned one.
   const std::filesystem::path dir = test::temp_dir("tuning_file_adam");
   TuningFile f;
   f.key = TuningKey::of(dev->info());
@@ -550,12 +583,23 @@ VKF_TEST_CASE("Adam tuner: the fastest correct workgroup wins, Adam then runs it
   const TuningFile back = read_tuning_file(path);
   REQUIRE(back.adam.size() == 1);
   CHECK(back.adam[0].config == r.config);
-  CHECK(ops::choose_adam_workgroup(*dev, p) == 256);
+  CHECK(ops::choose_adam_config(*dev, p) == cands[0]);
   dev->set_tuning(make_tuning(back, path));
   std::string why;
-  CHECK(ops::choose_adam_workgroup(*dev, p, &why) == r.config);
-  CHECK_THAT(why, Catch::Contains("tuned for f32/n64k (wg" + std::to_string(r.config)));
-  CHECK(ops::choose_adam_workgroup(*dev, {p.n << 10}) == 256);  // another class
+  CHECK(ops::choose_adam_config(*dev, p, &why) == r.config);
+  CHECK_THAT(why, Catch::Contains("tuned for f32/n64k (" + names[1]));
+  CHECK(ops::choose_adam_config(*dev, {p.n << 10}) == cands[0]);  // another class
+
+  // A file from before Adam's elements and reads were tuned: its workgroup size, one element an
+  // invocation, storage reads.
+  nlohmann::json old = nlohmann::json::parse(std::ifstream(path));
+  old["adam"][0]["config"] = {{"workgroup_size", 512}};
+  std::ofstream(path) << old.dump();
+  CHECK(read_tuning_file(path).adam.at(0).config ==
+        ops::AdamConfig{512, 1, ops::AdamConfig::Reads::storage});
+  old["adam"][0]["config"] = {{"workgroup_size", 512}, {"reads", "gather"}};
+  std::ofstream(path) << old.dump();
+  CHECK_THROWS_WITH(read_tuning_file(path), Catch::Contains("Adam reads 'gather'"));
 }
 
 VKF_TEST_CASE("top-k tuner: candidates, the fastest correct one wins, a wrong one is rejected",
