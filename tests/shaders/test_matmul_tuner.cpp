@@ -1,5 +1,6 @@
 // Which matmul kernel runs and why (engine/ops/matmul_choice.h), and the tuner (tune/): the
 // search driven by a fake timer, its correctness guard, and the tuning file and its key.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -97,6 +98,47 @@ TEST_CASE("matmul choice: forced, tuned or the table's row, and why", "[shaders]
       CHECK(ops::choose_matmul(info, nullptr, {DType::f32, false, tb, 64, 64, 64}).config.name ==
             ops::choose_matmul_config(info, tb).name);
     }
+}
+
+// The NV v1 rows passed on an H100 but ran below its plain f16 row there: no table takes them,
+// and the tuner times them for f16 on a device with VK_NV_cooperative_matrix (where this build
+// has their kernel); the coopmat2 rows stay forced only.
+TEST_CASE("matmul tuner: the NV cooperative-matrix rows are candidates where the device has them",
+          "[shaders][matmul][tune]") {
+  DeviceInfo nv;
+  nv.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  nv.vendor = Vendor::nvidia;
+  nv.max_workgroup_invocations = 1024;
+  nv.max_workgroup_size = {1024, 1024, 64};
+  nv.shared_memory_bytes = 49152;
+  nv.subgroup_size = nv.min_subgroup_size = nv.max_subgroup_size = 32;
+  nv.subgroup_shuffle = true;
+  nv.storage16 = nv.fp16 = nv.vulkan_memory_model = true;
+  nv.nv_coopmat = nv.nv_coopmat_f16_16x16x16 = true;
+  auto nv_rows = [](const std::vector<ops::MatmulConfig>& cands) {
+    std::vector<std::string> names;
+    for (const auto& c : cands) {
+      CHECK(!c.nv2);
+      if (c.coopmat && !c.khr) names.push_back(c.describe());
+    }
+    return names;
+  };
+  const ops::MatmulProblem f16{DType::f16, false, true, 4096, 2048, 512};
+  const auto cands = tune::matmul_candidates(nv, f16);
+  REQUIRE(!cands.empty());
+  CHECK(!cands[0].coopmat);  // the prior: the table's plain f16 row
+  const auto names = nv_rows(cands);
+  if (ops::matmul_coopmat_built()) {
+    CHECK(names.size() == 2);
+    CHECK(std::find(names.begin(), names.end(), ops::matmul_config("nvidia_coopmat").describe()) !=
+          names.end());
+  } else {
+    CHECK(names.empty());
+  }
+  CHECK(nv_rows(tune::matmul_candidates(nv, {DType::f32, false, true, 4096, 2048, 512})).empty());
+  DeviceInfo no_shape = nv;
+  no_shape.nv_coopmat_f16_16x16x16 = false;
+  CHECK(nv_rows(tune::matmul_candidates(no_shape, f16)).empty());
 }
 
 VKF_TEST_CASE("matmul runs the device's tuning for the shape class", "[shaders][matmul][tune]") {
