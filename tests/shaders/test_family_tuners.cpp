@@ -27,6 +27,7 @@
 #include "engine/step_scalars.h"
 #include "engine/tuning.h"
 #include "engine/tuning_file.h"
+#include "tests/support/fake_devices.h"
 #include "tests/support/small_corpus.h"
 #include "tests/support/vk_test.h"
 
@@ -37,15 +38,7 @@ namespace {
 using Unroll = ops::AttentionTiles::Unroll;
 
 DeviceInfo cpu_info(uint32_t subgroup) {
-  DeviceInfo cpu;
-  cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
-  cpu.max_workgroup_invocations = 1024;
-  cpu.max_workgroup_size = {1024, 1024, 64};
-  cpu.shared_memory_bytes = 32768;
-  cpu.subgroup_size = cpu.min_subgroup_size = cpu.max_subgroup_size = subgroup;
-  cpu.subgroup_shuffle = true;
-  cpu.subgroup_arithmetic = true;
-  return cpu;
+  return test::fake_cpu_info(subgroup);
 }
 
 // Times nothing: a candidate's seconds come from its place in `order` (by description), so the

@@ -11,6 +11,7 @@
 #include "engine/ops/matmul.h"
 #include "engine/tuning.h"
 #include "engine/tuning_file.h"
+#include "tests/support/fake_devices.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/vk_test.h"
 
@@ -19,14 +20,7 @@ using namespace vkf;
 namespace {
 
 DeviceInfo cpu_info(uint32_t subgroup) {
-  DeviceInfo cpu;
-  cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
-  cpu.max_workgroup_invocations = 1024;
-  cpu.max_workgroup_size = {1024, 1024, 64};
-  cpu.shared_memory_bytes = 32768;
-  cpu.subgroup_size = cpu.min_subgroup_size = cpu.max_subgroup_size = subgroup;
-  cpu.subgroup_shuffle = true;
-  return cpu;
+  return test::fake_cpu_info(subgroup);
 }
 
 // cpu_direct, 4 columns a lane instead of 8: a configuration that is in no table.
@@ -105,16 +99,7 @@ TEST_CASE("matmul choice: forced, tuned or the table's row, and why", "[shaders]
 // has their kernel); the coopmat2 rows stay forced only.
 TEST_CASE("matmul tuner: the NV cooperative-matrix rows are candidates where the device has them",
           "[shaders][matmul][tune]") {
-  DeviceInfo nv;
-  nv.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
-  nv.vendor = Vendor::nvidia;
-  nv.max_workgroup_invocations = 1024;
-  nv.max_workgroup_size = {1024, 1024, 64};
-  nv.shared_memory_bytes = 49152;
-  nv.subgroup_size = nv.min_subgroup_size = nv.max_subgroup_size = 32;
-  nv.subgroup_shuffle = true;
-  nv.storage16 = nv.fp16 = nv.vulkan_memory_model = true;
-  nv.nv_coopmat = nv.nv_coopmat_f16_16x16x16 = true;
+  const DeviceInfo nv = test::fake_nvidia_info();
   auto nv_rows = [](const std::vector<ops::MatmulConfig>& cands) {
     std::vector<std::string> names;
     for (const auto& c : cands) {
