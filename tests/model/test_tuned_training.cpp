@@ -2,11 +2,12 @@
 // untuned run that makes the same kernel choices: the tuning changes which kernels run, never
 // what the model computes with them. Every family is tuned: matmul and (on CPU devices) the
 // attention path to kernels the untuned run takes only when told to, device-wide; LayerNorm and
-// cross-entropy to their defaults, written out (there is no device-wide switch for them).
+// cross-entropy and Adam to their defaults, written out (there is no device-wide switch for them).
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "engine/ops/adam.h"
 #include "engine/ops/attention_choice.h"
 #include "engine/ops/layer_norm_choice.h"
 #include "engine/ops/loss_choice.h"
@@ -82,8 +83,15 @@ VKF_TEST_CASE("a tuned run trains bit-identically to an untuned one with the sam
   tuning->cross_entropy[ops::cross_entropy_shape_class({DType::f32, 1, vocab})] =
       ops::row_kernel_default_config(info);
 
+  // Adam: its default, as tuned entries for every parameter-count class.
+  for (uint32_t n : {1u, 1u << 17, 1u << 21, 1u << 25})
+    tuning->adam[ops::adam_shape_class({n})] = ops::adam_default_config(info);
+
   auto tuned = test::new_device();
   tuned->set_tuning(tuning);
+  std::string adam_why;
+  CHECK(ops::choose_adam_config(*tuned, {5000}, &adam_why) == ops::adam_default_config(info));
+  CHECK_THAT(adam_why, Catch::StartsWith("tuned for"));
   CHECK(ops::choose_attention(info, tuned->tuning(),
                               {DType::f32, ops::AttentionKernel::forward, 16, 16, 30, 30, true})
             .source == ops::ConfigSource::tuned);
