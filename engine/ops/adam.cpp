@@ -70,12 +70,7 @@ std::string describe(const AdamConfig& c) {
 }
 
 std::string adam_config_misfit(const DeviceInfo& info, const AdamConfig& c) {
-  const uint32_t wg = c.workgroup_size;
-  if (wg < 32 || wg > 1024 || (wg & (wg - 1)) != 0)
-    return "workgroup size " + std::to_string(wg) + " is not a power of two in 32..1024";
-  if (wg > info.max_workgroup_invocations || wg > info.max_workgroup_size[0])
-    return "workgroup size " + std::to_string(wg) + " exceeds the device's " +
-           std::to_string(std::min(info.max_workgroup_invocations, info.max_workgroup_size[0]));
+  if (std::string why = workgroup_size_misfit(info, c.workgroup_size); !why.empty()) return why;
   if (c.elems != 1 && c.elems != 2 && c.elems != 4 && c.elems != 8)
     return std::to_string(c.elems) + " elements an invocation: not 1, 2, 4 or 8";
   return "";

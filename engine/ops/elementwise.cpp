@@ -20,14 +20,19 @@ constexpr uint32_t k_reduce_chunk = 8192;  // elements per partial in reduce_all
 
 }  // namespace
 
-uint32_t resolve_workgroup_size(const Device& dev, uint32_t requested, const char* op) {
-  uint32_t wg = requested ? requested : 256;
+std::string workgroup_size_misfit(const DeviceInfo& info, uint32_t wg) {
   if (wg < 32 || wg > 1024 || (wg & (wg - 1)) != 0)
-    throw Error(std::string(op) + ": workgroup size " + std::to_string(wg) +
-                " is not a power of two in 32..1024");
-  if (wg > dev.info().max_workgroup_invocations || wg > dev.info().max_workgroup_size[0])
-    throw Error(std::string(op) + ": workgroup size " + std::to_string(wg) +
-                " exceeds the device's " + std::to_string(dev.info().max_workgroup_invocations));
+    return "workgroup size " + std::to_string(wg) + " is not a power of two in 32..1024";
+  if (wg > info.max_workgroup_invocations || wg > info.max_workgroup_size[0])
+    return "workgroup size " + std::to_string(wg) + " exceeds the device's " +
+           std::to_string(info.max_workgroup_invocations);
+  return "";
+}
+
+uint32_t resolve_workgroup_size(const Device& dev, uint32_t requested, const char* op) {
+  const uint32_t wg = requested ? requested : 256;
+  if (const std::string why = workgroup_size_misfit(dev.info(), wg); !why.empty())
+    throw Error(std::string(op) + ": " + why);
   return wg;
 }
 

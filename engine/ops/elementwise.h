@@ -24,6 +24,9 @@ struct RowKernelConfig {
   // times the view.
   enum class Reads { automatic, storage, texel } reads = Reads::automatic;
 };
+// Why `info`'s device cannot run a 1-D workgroup of `wg` invocations as the row kernels and Adam
+// take it (a power of two in 32..1024 within the device's limits); "" when it can.
+std::string workgroup_size_misfit(const DeviceInfo& info, uint32_t wg);
 // Resolves the defaults; throws when a forced value is not supported by the device.
 uint32_t resolve_workgroup_size(const Device& dev, uint32_t requested, const char* op);
 bool resolve_subgroup(const Device& dev, RowKernelConfig::Subgroup s, const char* op);

@@ -39,12 +39,7 @@ RowKernelConfig row_kernel_default_config(const DeviceInfo& info) {
 }
 
 std::string row_kernel_config_misfit(const DeviceInfo& info, const RowKernelConfig& c) {
-  const uint32_t wg = c.workgroup_size;
-  if (wg < 32 || wg > 1024 || (wg & (wg - 1)) != 0)
-    return "workgroup size " + std::to_string(wg) + " is not a power of two in 32..1024";
-  if (wg > info.max_workgroup_invocations || wg > info.max_workgroup_size[0])
-    return "workgroup size " + std::to_string(wg) + " exceeds the device's " +
-           std::to_string(info.max_workgroup_invocations);
+  if (std::string why = workgroup_size_misfit(info, c.workgroup_size); !why.empty()) return why;
   if (c.subgroup == RowKernelConfig::Subgroup::automatic) return "subgroup left automatic";
   if (c.subgroup == RowKernelConfig::Subgroup::on && !info.subgroup_arithmetic)
     return "the device has no subgroup arithmetic";
