@@ -518,8 +518,8 @@ TEST_CASE("Adam's candidates: the device type's prior first, then its nearest ne
   REQUIRE(on_cpu.size() == 6 * 4 * 2);  // workgroup sizes x elements x reads
   CHECK(on_cpu[0] == ops::AdamConfig{256, 4, Reads::texel});
   CHECK(on_cpu[1] == ops::AdamConfig{256, 4, Reads::storage});
-  CHECK(on_gpu[0] == ops::AdamConfig{256, 1, Reads::storage});
-  CHECK(on_gpu[1] == ops::AdamConfig{256, 1, Reads::texel});
+  CHECK(on_gpu[0] == ops::AdamConfig{256, 4, Reads::storage});
+  CHECK(on_gpu[1] == ops::AdamConfig{256, 4, Reads::texel});
   for (const auto& c : on_cpu) CHECK(ops::adam_config_misfit(cpu, c).empty());
   // Where a view of the timed parameters does not fit, no texel candidate.
   const auto too_many = tune::adam_candidates(cpu, (1u << 27) + 1);
@@ -530,7 +530,7 @@ TEST_CASE("Adam's candidates: the device type's prior first, then its nearest ne
   narrow.max_workgroup_invocations = narrow.max_workgroup_size[0] = 128;
   const auto on_narrow = tune::adam_candidates(narrow, 1000);
   CHECK(on_narrow.size() == 3 * 4 * 2);
-  CHECK(on_narrow[0] == ops::AdamConfig{128, 1, Reads::storage});
+  CHECK(on_narrow[0] == ops::AdamConfig{128, 4, Reads::storage});
   CHECK_THAT(ops::adam_config_misfit(narrow, {256, 1, Reads::storage}), Catch::Contains("exceeds"));
   CHECK_THAT(ops::adam_config_misfit(gpu, {256, 3, Reads::storage}),
              Catch::Contains("not 1, 2, 4 or 8"));
