@@ -11,9 +11,6 @@ namespace {
 bool runs(const ops::MatmulConfig& c, const DeviceInfo& info, const ops::MatmulProblem& p) {
   if (c.coopmat && (p.dtype != DType::f16 || shaders::find(c.coopmat_kernel()).empty()))
     return false;
-  // The coopmat2 rows are forced only until a GPU has run them (a kernel that loses the device
-  // ends the tuning, where a wrong one is merely dropped).
-  if (c.nv2) return false;
   if (!c.coopmat) {
     // The kernel's own rules (the table test checks the rows against the same): one
     // invocation per block, and on the direct path one row of blocks per subgroup, with the A

@@ -4,8 +4,8 @@
 // The kernel is shaders/matmul.comp; shaders/matmul_coopmat_khr.comp (tensor cores through
 // VK_KHR_cooperative_matrix) for f16 storage where the device lists a fitting shape; or
 // shaders/matmul_coopmat.comp (NVIDIA tensor cores through VK_NV_cooperative_matrix) for a forced
-// nvidia_coopmat row, or shaders/matmul_coopmat_nv2.comp (VK_NV_cooperative_matrix2) for a forced
-// nv_coopmat2 row; tiles come from the tuning table (matmul_tuning.h).
+// or tuned nvidia_coopmat row, or shaders/matmul_coopmat_nv2.comp (VK_NV_cooperative_matrix2)
+// for a forced or tuned nv_coopmat2 row; tiles come from the tuning table (matmul_tuning.h).
 #include <cstdint>
 #include <optional>
 

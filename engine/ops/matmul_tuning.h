@@ -42,8 +42,8 @@ struct MatmulConfig {
   std::optional<bool> texel;
   // Tensor cores through VK_NV_cooperative_matrix2 (with coopmat; shaders/matmul_coopmat_nv2.comp):
   // the workgroup's `workgroup` invocations own one bm x bn accumulator and load bk-deep blocks
-  // through tensor layouts, the driver staging them; tm, tn equal bm, bn (unused). Forced only,
-  // until a GPU has run it (MatmulArgs::config, VKF_MATMUL_CONFIG in the benches).
+  // through tensor layouts, the driver staging them; tm, tn equal bm, bn (unused). In no table:
+  // forced (MatmulArgs::config, VKF_MATMUL_CONFIG in the benches) or tuned.
   bool nv2 = false;
 
   // The values, without the name: two configurations that build the same kernel are equal.

@@ -678,28 +678,11 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
   later_mesa.driver_info = "Mesa 26.2.0 (LLVM 20.1.0)";
   CHECK(ops::matmul_config_fits(khr_row, later_mesa));
 
-  // VK_NV_cooperative_matrix2: an H100-like driver (every feature, fp16 x fp16 + fp32 at
+  // VK_NV_cooperative_matrix2: an NVIDIA-like driver (every feature, fp16 x fp16 + fp32 at
   // workgroup scope for 128 and 256 invocations, granularity 16) runs every coopmat2 row, and
-  // none is ever chosen unforced. What is missing is named: Mesa 26.1's lavapipe lists the
-  // extension without workgroup scope or tensor addressing.
-  DeviceInfo nv2 = khr;
-  nv2.api_version = VK_API_VERSION_1_3;
-  nv2.nv_coopmat2 = {.listed = true,
-                     .workgroup_scope = true,
-                     .flexible_dimensions = true,
-                     .tensor_addressing = true,
-                     .per_element_operations = true,
-                     .max_workgroup_size = 256,
-                     .max_dimension = 256,
-                     .reserved_shared_memory = 0,
-                     .flexible_shapes = {}};
-  for (uint32_t acc : {1u, 0u})  // fp32, then fp16 accumulation (C is stored as fp16)
-    for (uint32_t wg : {128u, 256u}) {
-      CoopmatShape flex = shape(16, 16, 16, acc);
-      flex.scope = 2;  // VK_SCOPE_WORKGROUP_KHR
-      flex.workgroup_invocations = wg;
-      nv2.nv_coopmat2.flexible_shapes.push_back(flex);
-    }
+  // no table chooses one (the tuner times them). What is missing is named: Mesa 26.1's lavapipe
+  // lists the extension without workgroup scope or tensor addressing.
+  const DeviceInfo nv2 = test::with_fake_coopmat2(khr);
   const ops::MatmulConfig& nv2_row = ops::matmul_config("nv_coopmat2");
   for (const char* row : {"nv_coopmat2", "nv_coopmat2_256", "nv_coopmat2_64"})
     CHECK(ops::matmul_config_fits(ops::matmul_config(row), nv2));
@@ -722,7 +705,7 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
                  Catch::Contains("16x16x16 f16*f16+f32->f32 workgroup wg256"));
   DeviceInfo f32_only = nv2;  // no fp16 accumulator to convert the tile to before its store
   std::erase_if(f32_only.nv_coopmat2.flexible_shapes,
-                [](const CoopmatShape& s) { return s.c_type == 0; });
+                [](const CoopmatShape& s) { return s.c_type == VK_COMPONENT_TYPE_FLOAT16_KHR; });
   CHECK_THAT(ops::matmul_config_misfit(nv2_row, f32_only), Catch::Contains("an fp16 C or result"));
   DeviceInfo small_dims = nv2;
   small_dims.nv_coopmat2.max_dimension = 128;

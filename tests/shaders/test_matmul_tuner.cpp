@@ -9,6 +9,7 @@
 #include "bench/tune/matmul_check.h"
 #include "bench/tune/matmul_tuner.h"
 #include "engine/ops/matmul.h"
+#include "engine/shader_registry.h"
 #include "engine/tuning.h"
 #include "engine/tuning_file.h"
 #include "tests/support/fake_devices.h"
@@ -96,7 +97,7 @@ TEST_CASE("matmul choice: forced, tuned or the table's row, and why", "[shaders]
 
 // The NV v1 rows passed on an H100 but ran below its plain f16 row there: no table takes them,
 // and the tuner times them for f16 on a device with VK_NV_cooperative_matrix (where this build
-// has their kernel); the coopmat2 rows stay forced only.
+// has their kernel). The coopmat2 rows likewise (next case).
 TEST_CASE("matmul tuner: the NV cooperative-matrix rows are candidates where the device has them",
           "[shaders][matmul][tune]") {
   const DeviceInfo nv = test::fake_nvidia_info();
@@ -124,6 +125,36 @@ TEST_CASE("matmul tuner: the NV cooperative-matrix rows are candidates where the
   DeviceInfo no_shape = nv;
   no_shape.nv_coopmat_f16_16x16x16 = false;
   CHECK(nv_rows(tune::matmul_candidates(no_shape, f16)).empty());
+}
+
+// The coopmat2 rows passed on an H200 and ran at 0.1-0.4 of its KHR rows: no table takes
+// them, and the tuner times them for f16 where the device runs them and this build has their
+// kernel (Debian 13's glslc and newer).
+TEST_CASE("matmul tuner: the coopmat2 rows are candidates where the device runs them",
+          "[shaders][matmul][tune]") {
+  const DeviceInfo nv2 = test::with_fake_coopmat2(test::fake_nvidia_info());
+  auto nv2_rows = [](const std::vector<ops::MatmulConfig>& cands) {
+    std::vector<std::string> names;
+    for (const auto& c : cands)
+      if (c.nv2) names.push_back(c.describe());
+    return names;
+  };
+  const ops::MatmulProblem f16{DType::f16, false, true, 4096, 2048, 512};
+  const auto cands = tune::matmul_candidates(nv2, f16);
+  REQUIRE(!cands.empty());
+  CHECK(!cands[0].nv2);  // the prior is a table's row
+  const auto names = nv2_rows(cands);
+  if (!shaders::find(ops::matmul_config("nv_coopmat2").coopmat_kernel()).empty()) {
+    CHECK(names.size() == 3);
+    CHECK(std::find(names.begin(), names.end(), ops::matmul_config("nv_coopmat2_256").describe()) !=
+          names.end());
+  } else {
+    CHECK(names.empty());
+  }
+  CHECK(nv2_rows(tune::matmul_candidates(nv2, {DType::f32, false, true, 4096, 2048, 512})).empty());
+  DeviceInfo mesa = nv2;  // Mesa 26's lavapipe: the extension without workgroup scope
+  mesa.nv_coopmat2.workgroup_scope = mesa.nv_coopmat2.tensor_addressing = false;
+  CHECK(nv2_rows(tune::matmul_candidates(mesa, f16)).empty());
 }
 
 VKF_TEST_CASE("matmul runs the device's tuning for the shape class", "[shaders][matmul][tune]") {
