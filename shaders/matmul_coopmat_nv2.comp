@@ -41,7 +41,11 @@ layout(constant_id = 3) const uint BK = 64;
 layout(constant_id = 7) const uint TRANS_A = 0;
 layout(constant_id = 8) const uint TRANS_B = 0;
 layout(constant_id = 9) const uint EPILOGUE = 0;
-// constant_id 10 (VEC) is unused: the driver picks its access width from the layouts' strides.
+// Bits 0-2: A's, B's and C's row and batch strides and binding offsets keep every run of 8
+// halves 16-byte aligned (engine/ops/matmul.cpp runs_of_8). Those strides then have their low
+// bits masked off, as ggml's coopmat2 kernel does to hint the compiler: the driver picks its
+// access width from what it can prove of the strides.
+layout(constant_id = 10) const uint VEC = 0;
 layout(constant_id = 11) const uint READ_C = 0;  // beta != 0
 
 layout(std430, binding = 0) restrict readonly buffer A { float16_t a[]; };
@@ -86,10 +90,10 @@ float epilogue(const in uint row, const in uint col, const in float acc, const i
 #define SET_LAYOUTS(la, lb)                                                                 \
   la = TRANS_A != 0 ? setTensorLayoutDimensionNV(la, p.k, p.m)                              \
                     : setTensorLayoutDimensionNV(la, p.m, p.k);                             \
-  la = setTensorLayoutStrideNV(la, p.lda, 1);                                               \
+  la = setTensorLayoutStrideNV(la, lda, 1);                                                 \
   lb = TRANS_B != 0 ? setTensorLayoutDimensionNV(lb, p.n, p.k)                              \
                     : setTensorLayoutDimensionNV(lb, p.k, p.n);                             \
-  lb = setTensorLayoutStrideNV(lb, p.ldb, 1);
+  lb = setTensorLayoutStrideNV(lb, ldb, 1);
 
 // acc += op(A)[m0.., k0..] * op(B)[k0.., n0..] over k, BK at a time, through layouts la, lb.
 #define K_LOOP(acc, la, lb)                                                                 \
@@ -110,7 +114,11 @@ float epilogue(const in uint row, const in uint col, const in float acc, const i
 void main() {
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
   const uint z = gl_WorkGroupID.z;
-  const uint base_a = z * p.stride_a, base_b = z * p.stride_b, base_c = z * p.stride_c;
+  const uint runs_a = (VEC & 1) != 0 ? ~7u : ~0u, runs_b = (VEC & 2) != 0 ? ~7u : ~0u,
+             runs_c = (VEC & 4) != 0 ? ~7u : ~0u;
+  const uint lda = p.lda & runs_a, ldb = p.ldb & runs_b, ldc = p.ldc & runs_c;
+  const uint base_a = z * (p.stride_a & runs_a), base_b = z * (p.stride_b & runs_b),
+             base_c = z * (p.stride_c & runs_c);
   tensorViewNV<2, false, 1, 0> transpose = createTensorViewNV(2, false, 1, 0);
 
   ACC acc = ACC(0.0);
@@ -138,6 +146,6 @@ void main() {
   OUT out_tile = OUT(acc);
   tensorLayoutNV<2, CLAMP> lc = createTensorLayoutNV(2, CLAMP);
   lc = setTensorLayoutDimensionNV(lc, p.m, p.n);
-  lc = setTensorLayoutStrideNV(lc, p.ldc, 1);
+  lc = setTensorLayoutStrideNV(lc, ldc, 1);
   coopMatStoreTensorNV(out_tile, c, base_c, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
 }

@@ -207,8 +207,9 @@ uint32_t vector_reads(const MatmulArgs& args, const MatmulConfig& cfg, const Pus
   // as 4-vectors along m when m is too, and an n-contiguous B (not transposed) along n when n is
   // too (each lane then owns runs of 4 columns, so its block must be a multiple of 4 wide).
   uint32_t vec = 0;
-  if (cfg.khr) {
-    // Tiles are staged, and C written, in runs of 8 halves (16 bytes) where aligned.
+  if (cfg.khr || cfg.nv2) {
+    // Tiles are staged (KHR) or loaded through tensor layouts (coopmat2), and C written, in runs
+    // of 8 halves (16 bytes) where aligned.
     if (runs_of_8(push.lda, push.stride_a, args.a)) vec |= 1;
     if (runs_of_8(push.ldb, push.stride_b, args.b)) vec |= 2;
     if (runs_of_8(push.ldc, push.stride_c, args.c)) vec |= 4;
