@@ -95,66 +95,69 @@ TEST_CASE("matmul choice: forced, tuned or the table's row, and why", "[shaders]
     }
 }
 
+namespace {
+
+// The described candidates for `p` on `info` that `keep` selects.
+template <class Keep>
+std::vector<std::string> candidates_where(const DeviceInfo& info, const ops::MatmulProblem& p,
+                                          Keep keep) {
+  std::vector<std::string> names;
+  for (const ops::MatmulConfig& c : tune::matmul_candidates(info, p))
+    if (keep(c)) names.push_back(c.describe());
+  return names;
+}
+
+bool contains(const std::vector<std::string>& names, const char* row) {
+  return std::find(names.begin(), names.end(), ops::matmul_config(row).describe()) != names.end();
+}
+
+const ops::MatmulProblem k_f16_fc1{DType::f16, false, true, 4096, 2048, 512};
+const ops::MatmulProblem k_f32_fc1{DType::f32, false, true, 4096, 2048, 512};
+
+}  // namespace
+
 // The NV v1 rows passed on an H100 but ran below its plain f16 row there: no table takes them,
 // and the tuner times them for f16 on a device with VK_NV_cooperative_matrix (where this build
-// has their kernel). The coopmat2 rows likewise (next case).
+// has their kernel).
 TEST_CASE("matmul tuner: the NV cooperative-matrix rows are candidates where the device has them",
           "[shaders][matmul][tune]") {
   const DeviceInfo nv = test::fake_nvidia_info();
-  auto nv_rows = [](const std::vector<ops::MatmulConfig>& cands) {
-    std::vector<std::string> names;
-    for (const auto& c : cands) {
-      CHECK(!c.nv2);
-      if (c.coopmat && !c.khr) names.push_back(c.describe());
-    }
-    return names;
-  };
-  const ops::MatmulProblem f16{DType::f16, false, true, 4096, 2048, 512};
-  const auto cands = tune::matmul_candidates(nv, f16);
-  REQUIRE(!cands.empty());
-  CHECK(!cands[0].coopmat);  // the prior: the table's plain f16 row
-  const auto names = nv_rows(cands);
+  const auto nv_v1 = [](const ops::MatmulConfig& c) { return c.coopmat && !c.khr && !c.nv2; };
+  REQUIRE(!tune::matmul_candidates(nv, k_f16_fc1).empty());
+  CHECK(!tune::matmul_candidates(nv, k_f16_fc1)[0].coopmat);  // the prior: the plain f16 row
+  const auto names = candidates_where(nv, k_f16_fc1, nv_v1);
   if (ops::matmul_coopmat_built()) {
     CHECK(names.size() == 2);
-    CHECK(std::find(names.begin(), names.end(), ops::matmul_config("nvidia_coopmat").describe()) !=
-          names.end());
+    CHECK(contains(names, "nvidia_coopmat"));
   } else {
     CHECK(names.empty());
   }
-  CHECK(nv_rows(tune::matmul_candidates(nv, {DType::f32, false, true, 4096, 2048, 512})).empty());
+  CHECK(candidates_where(nv, k_f32_fc1, nv_v1).empty());
   DeviceInfo no_shape = nv;
   no_shape.nv_coopmat_f16_16x16x16 = false;
-  CHECK(nv_rows(tune::matmul_candidates(no_shape, f16)).empty());
+  CHECK(candidates_where(no_shape, k_f16_fc1, nv_v1).empty());
 }
 
-// The coopmat2 rows passed on an H200 and ran at 0.1-0.4 of its KHR rows: no table takes
-// them, and the tuner times them for f16 where the device runs them and this build has their
-// kernel (Debian 13's glslc and newer).
+// The coopmat2 rows passed on an H200 and ran at 0.04-0.8x its KHR rows: no table takes them,
+// and the tuner times them for f16 where the device runs them and this build has their kernel
+// (Debian 13's glslc and newer).
 TEST_CASE("matmul tuner: the coopmat2 rows are candidates where the device runs them",
           "[shaders][matmul][tune]") {
   const DeviceInfo nv2 = test::with_fake_coopmat2(test::fake_nvidia_info());
-  auto nv2_rows = [](const std::vector<ops::MatmulConfig>& cands) {
-    std::vector<std::string> names;
-    for (const auto& c : cands)
-      if (c.nv2) names.push_back(c.describe());
-    return names;
-  };
-  const ops::MatmulProblem f16{DType::f16, false, true, 4096, 2048, 512};
-  const auto cands = tune::matmul_candidates(nv2, f16);
-  REQUIRE(!cands.empty());
-  CHECK(!cands[0].nv2);  // the prior is a table's row
-  const auto names = nv2_rows(cands);
+  const auto coopmat2 = [](const ops::MatmulConfig& c) { return c.nv2; };
+  REQUIRE(!tune::matmul_candidates(nv2, k_f16_fc1).empty());
+  CHECK(!tune::matmul_candidates(nv2, k_f16_fc1)[0].nv2);  // the prior is a table's row
+  const auto names = candidates_where(nv2, k_f16_fc1, coopmat2);
   if (!shaders::find(ops::matmul_config("nv_coopmat2").coopmat_kernel()).empty()) {
     CHECK(names.size() == 3);
-    CHECK(std::find(names.begin(), names.end(), ops::matmul_config("nv_coopmat2_256").describe()) !=
-          names.end());
+    CHECK(contains(names, "nv_coopmat2_256"));
   } else {
     CHECK(names.empty());
   }
-  CHECK(nv2_rows(tune::matmul_candidates(nv2, {DType::f32, false, true, 4096, 2048, 512})).empty());
+  CHECK(candidates_where(nv2, k_f32_fc1, coopmat2).empty());
   DeviceInfo mesa = nv2;  // Mesa 26's lavapipe: the extension without workgroup scope
   mesa.nv_coopmat2.workgroup_scope = mesa.nv_coopmat2.tensor_addressing = false;
-  CHECK(nv2_rows(tune::matmul_candidates(mesa, f16)).empty());
+  CHECK(candidates_where(mesa, k_f16_fc1, coopmat2).empty());
 }
 
 VKF_TEST_CASE("matmul runs the device's tuning for the shape class", "[shaders][matmul][tune]") {
