@@ -95,9 +95,9 @@ float epilogue(const in uint row, const in uint col, const in float acc, const i
                     : setTensorLayoutDimensionNV(lb, p.k, p.n);                             \
   lb = setTensorLayoutStrideNV(lb, ldb, 1);
 
-// acc += op(A)[m0.., k0..] * op(B)[k0.., n0..] over k, BK at a time, through layouts la, lb.
-#define K_LOOP(acc, la, lb)                                                                 \
-  for (uint k0 = 0; k0 < p.k; k0 += BK) {                                                   \
+// acc += op(A)[m0.., k0..k0 + BK] * op(B)[k0..k0 + BK, n0..] through layouts la, lb.
+#define K_STEP(acc, la, lb, k0)                                                             \
+  {                                                                                         \
     MAT_A fa;                                                                               \
     MAT_B fb;                                                                               \
     if (TRANS_A != 0)                                                                       \
@@ -110,6 +110,11 @@ float epilogue(const in uint row, const in uint col, const in float acc, const i
       coopMatLoadTensorNV(fb, b, base_b, sliceTensorLayoutNV(lb, k0, BK, n0, BN));          \
     acc = coopMatMulAdd(fa, fb, acc);                                                       \
   }
+
+// Steps a k run of 256 holds: the unclamped path's loop is unrolled by that many, as ggml's
+// kernel does (each workgroup-scope load waits on the driver's staging; unrolled, the driver
+// can issue a later step's loads before an earlier step's product).
+const uint UNROLL = BK >= 256 ? 1 : 256 / BK;
 
 void main() {
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
@@ -128,12 +133,19 @@ void main() {
     tensorLayoutNV<2> la = createTensorLayoutNV(2);
     tensorLayoutNV<2> lb = createTensorLayoutNV(2);
     SET_LAYOUTS(la, lb)
-    K_LOOP(acc, la, lb)
+    uint k0 = 0;
+    for (; k0 + UNROLL * BK <= p.k;) {
+      [[unroll]] for (uint j = 0; j < UNROLL; ++j) {
+        K_STEP(acc, la, lb, k0)
+        k0 += BK;
+      }
+    }
+    for (; k0 < p.k; k0 += BK) K_STEP(acc, la, lb, k0)
   } else {
     tensorLayoutNV<2, CLAMP> la = createTensorLayoutNV(2, CLAMP);
     tensorLayoutNV<2, CLAMP> lb = createTensorLayoutNV(2, CLAMP);
     SET_LAYOUTS(la, lb)
-    K_LOOP(acc, la, lb)
+    for (uint k0 = 0; k0 < p.k; k0 += BK) K_STEP(acc, la, lb, k0)
   }
 
   coopMatPerElementNV(acc, acc, epilogue, m0, n0, base_c);

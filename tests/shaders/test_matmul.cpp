@@ -79,6 +79,14 @@ const Case k_khr_cases[] = {
     {72, 264, 40, 1, true, true, 0, 1.0f, 0.0f, ops::Epilogue::bias_relu},
     {33, 65, 520, 1, true, false, 3, -1.0f, 0.0f, ops::Epilogue::none},
 };
+// The coopmat2 kernel's unclamped path (every tile whole, k a multiple of its 64) runs its k
+// loop 256 at a time, then the rest: k = 576 is two unrolled runs and one step more, on every
+// coopmat2 row's tiles. Aligned runs of 8 (pad 0 and 8) and not (pad 4: no stride masks).
+const Case k_nv2_unrolled_cases[] = {
+    {128, 256, 576, 2, false, true, 0, 1.0f, 0.0f, ops::Epilogue::bias},
+    {128, 256, 576, 1, true, false, 8, 0.5f, 1.0f, ops::Epilogue::residual},
+    {128, 256, 576, 1, false, false, 4, 1.0f, 0.0f, ops::Epilogue::none},
+};
 const Case k_extra_cases[] = {
     {1, 1, 1, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
     {129, 65, 7, 1, false, true, 0, 1.0f, 1.0f, ops::Epilogue::none},
@@ -344,7 +352,8 @@ VKF_TEST_CASE("matmul: f16 on a GPU with KHR cooperative matrices chooses them",
 // driver has workgroup scope and tensor addressing (NVIDIA's). Mesa 26.1's lavapipe lists the
 // extension without either, so on the CPU tiers the case names why it did not run. Every case of
 // the other coopmat rows, then the KHR rows' own (tiles whole and partial, k not a multiple of
-// the tile's, each transpose, every epilogue, beta, batches, padding).
+// the tile's, each transpose, every epilogue, beta, batches, padding), and the unrolled k loop
+// of its unclamped path.
 VKF_TEST_CASE("matmul: the NV coopmat2 rows match the reference (f16)",
               "[shaders][matmul][coopmat][nv2]") {
   Device& dev = test::device();
@@ -363,6 +372,7 @@ VKF_TEST_CASE("matmul: the NV coopmat2 rows match the reference (f16)",
     any_run = true;
     uint32_t seed = 7;
     run_tensor_core_cases(dev, cfg, seed);
+    for (const Case& c : k_nv2_unrolled_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
   }
   if (!any_run) VKF_SKIP(dev.label() << ": " << not_run);
   if (!not_run.empty()) WARN(dev.label() << ": " << not_run);
