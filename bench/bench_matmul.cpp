@@ -7,6 +7,9 @@
 //   ./bench/bench_matmul                          all shapes
 //   VKF_BENCH_SKIP_LARGE=1 ./bench/bench_matmul   skip the vocabulary projection and the like
 //   VKF_BENCH_F16_ALL=1                           f16 rows at every shape (default: the smaller)
+//   VKF_BENCH_SHAPES=<m>x<n>x<k>:<form>[,...]     these shapes instead of the model's (form ab,
+//                                                 abt or atb; f16 rows at each), e.g.
+//                                                 25000x512x2048:abt,8192x512x2048:abt
 //   VKF_BENCH_TORCH=0                             no PyTorch; VKF_PYTHON picks its interpreter
 //   VKF_BENCH_DEVICE=<selector>                   pick the Vulkan device (default: best)
 //   VKF_BENCH_TUNING=<file>                       run the device with a `vkf tune` file
@@ -179,6 +182,26 @@ std::vector<const vkf::ops::MatmulConfig*> coopmat_rows() {
   for (const std::string& name : env_words("VKF_BENCH_COOPMAT"))
     rows.push_back(&vkf::ops::matmul_config(name));
   return rows;
+}
+
+// VKF_BENCH_SHAPES's shapes, or none where it is unset (a malformed one throws).
+std::vector<vkf::bench::MatmulShape> listed_shapes() {
+  static const std::regex shape(R"((\d{1,9})x(\d{1,9})x(\d{1,9}):(ab|abt|atb))");
+  std::vector<vkf::bench::MatmulShape> shapes;
+  for (const std::string& word : env_words("VKF_BENCH_SHAPES")) {
+    std::smatch m;
+    if (!std::regex_match(word, m, shape) || std::stoul(m[1]) == 0 || std::stoul(m[2]) == 0 ||
+        std::stoul(m[3]) == 0)
+      throw std::runtime_error("VKF_BENCH_SHAPES: '" + word +
+                               "' is not <m>x<n>x<k>:<form> (sizes from 1, form ab, abt or atb)");
+    const auto form = m[4] == "ab"    ? vkf::bench::MatmulForm::ab
+                      : m[4] == "abt" ? vkf::bench::MatmulForm::abt
+                                      : vkf::bench::MatmulForm::atb;
+    shapes.push_back({uint32_t(std::stoul(m[1])), uint32_t(std::stoul(m[2])),
+                      uint32_t(std::stoul(m[3])), form, "VKF_BENCH_SHAPES",
+                      vkf::bench::Suite::full});
+  }
+  return shapes;
 }
 
 bool large(int64_t m, int64_t n, int64_t k) {
@@ -412,10 +435,15 @@ void add_vkf_row(const std::string& name, const std::vector<int64_t>& s, bool bi
 }
 
 void register_all() {
-  // The shapes (and which get f16 rows) are bench/suite/shapes.h's, shared with `vkf bench`.
+  // The shapes (and which get f16 rows) are bench/suite/shapes.h's, shared with `vkf bench`,
+  // unless VKF_BENCH_SHAPES lists others.
   const std::vector<const vkf::ops::MatmulConfig*> coopmats = coopmat_rows();
   const std::vector<uint32_t> diagnostics = khr_diagnostics();
-  for (const vkf::bench::MatmulShape& shape : vkf::bench::matmul_shapes()) {
+  const std::vector<vkf::bench::MatmulShape> listed = listed_shapes();
+  const auto standard = vkf::bench::matmul_shapes();
+  const std::vector<vkf::bench::MatmulShape> shapes =
+      listed.empty() ? std::vector(standard.begin(), standard.end()) : listed;
+  for (const vkf::bench::MatmulShape& shape : shapes) {
     const std::vector<int64_t> s = {shape.m, shape.n, shape.k, int64_t(shape.form)};
     // Large shapes take seconds a call on a CPU device: one timed call each there (OpenBLAS
     // too); a GPU takes milliseconds, so Google Benchmark's own iteration count applies.
@@ -428,7 +456,7 @@ void register_all() {
     if (big) o->Iterations(1);
 #endif
     for (const vkf::DType dtype : {vkf::DType::f32, vkf::DType::f16}) {
-      if (dtype == vkf::DType::f16 && !env_is("VKF_BENCH_F16_ALL", "1") &&
+      if (dtype == vkf::DType::f16 && listed.empty() && !env_is("VKF_BENCH_F16_ALL", "1") &&
           !vkf::bench::f16_by_default(shape))
         continue;
       const std::string name = std::string("vkf_matmul_") + vkf::dtype_name(dtype);
