@@ -13,9 +13,9 @@
 // parts the KHR kernel writes by hand, with its barriers, are the compiler's here. This is how
 // ggml's coopmat2 matmul (mul_mm_cm2.comp) reaches within 5-15% of CUDA on NVIDIA cards.
 //
-// Edges: where a block lies wholly inside A and B (every block of a matmul whose m, n and k are
-// multiples of the tile), the loads are unclamped; elsewhere they go through layouts in the
-// constant clamp mode, whose elements outside [m, k] and [k, n] read as zero and add nothing.
+// Edges: where a block lies wholly inside A and B (every whole k block of a tile wholly inside
+// C), the loads are unclamped; elsewhere they go through layouts in the constant clamp mode,
+// whose elements outside [m, k] and [k, n] read as zero and add nothing.
 // The store is always clamped: elements outside [m, n] are not written.
 //
 // Needs cooperativeMatrixWorkgroupScope, FlexibleDimensions, TensorAddressing and
@@ -127,25 +127,29 @@ void main() {
   tensorViewNV<2, false, 1, 0> transpose = createTensorViewNV(2, false, 1, 0);
 
   ACC acc = ACC(0.0);
-  // Uniform across the workgroup, as workgroup-scope operations require.
-  const bool inside = m0 + BM <= p.m && n0 + BN <= p.n && p.k % BK == 0;
-  if (inside) {
+  // A tile wholly inside C takes its whole k blocks unclamped, and only the last, partial one
+  // (k not a multiple of BK) clamped; a tile on C's edge takes every block clamped. Uniform
+  // across the workgroup, as workgroup-scope operations require.
+  const bool whole_tile = m0 + BM <= p.m && n0 + BN <= p.n;
+  const uint k_unclamped = whole_tile ? p.k - p.k % BK : 0;
+  if (k_unclamped > 0) {
     tensorLayoutNV<2> la = createTensorLayoutNV(2);
     tensorLayoutNV<2> lb = createTensorLayoutNV(2);
     SET_LAYOUTS(la, lb)
     uint k0 = 0;
-    for (; k0 + UNROLL * BK <= p.k;) {
+    for (; k0 + UNROLL * BK <= k_unclamped;) {
       [[unroll]] for (uint j = 0; j < UNROLL; ++j) {
         K_STEP(acc, la, lb, k0)
         k0 += BK;
       }
     }
-    for (; k0 < p.k; k0 += BK) K_STEP(acc, la, lb, k0)
-  } else {
+    for (; k0 < k_unclamped; k0 += BK) K_STEP(acc, la, lb, k0)
+  }
+  if (k_unclamped < p.k) {
     tensorLayoutNV<2, CLAMP> la = createTensorLayoutNV(2, CLAMP);
     tensorLayoutNV<2, CLAMP> lb = createTensorLayoutNV(2, CLAMP);
     SET_LAYOUTS(la, lb)
-    for (uint k0 = 0; k0 < p.k; k0 += BK) K_STEP(acc, la, lb, k0)
+    for (uint k0 = k_unclamped; k0 < p.k; k0 += BK) K_STEP(acc, la, lb, k0)
   }
 
   coopMatPerElementNV(acc, acc, epilogue, m0, n0, base_c);

@@ -79,13 +79,17 @@ const Case k_khr_cases[] = {
     {72, 264, 40, 1, true, true, 0, 1.0f, 0.0f, ops::Epilogue::bias_relu},
     {33, 65, 520, 1, true, false, 3, -1.0f, 0.0f, ops::Epilogue::none},
 };
-// The coopmat2 kernel's unclamped path (every tile whole, k a multiple of its 64) runs its k
-// loop 256 at a time, then the rest: k = 576 is two unrolled runs and one step more, on every
-// coopmat2 row's tiles. Aligned runs of 8 (pad 0 and 8) and not (pad 4: no stride masks).
+// The coopmat2 kernel's unclamped path (a tile wholly inside C, its whole k blocks of 64) runs
+// its k loop 256 at a time, then the rest: k = 576 is two unrolled runs and one step more, on
+// every coopmat2 row's tiles. Aligned runs of 8 (pad 0 and 8) and not (pad 4: no stride masks).
 const Case k_nv2_unrolled_cases[] = {
     {128, 256, 576, 2, false, true, 0, 1.0f, 0.0f, ops::Epilogue::bias},
     {128, 256, 576, 1, true, false, 8, 0.5f, 1.0f, ops::Epilogue::residual},
     {128, 256, 576, 1, false, false, 4, 1.0f, 0.0f, ops::Epilogue::none},
+    // Whole tiles with k = 9 blocks of 64 and 24 more: unrolled and single unclamped steps,
+    // then one clamped step for the partial block.
+    {128, 256, 600, 1, false, true, 0, 1.0f, 0.0f, ops::Epilogue::bias},
+    {256, 128, 600, 2, true, false, 8, 0.5f, 1.0f, ops::Epilogue::bias_relu},
 };
 const Case k_extra_cases[] = {
     {1, 1, 1, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
