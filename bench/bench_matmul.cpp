@@ -24,7 +24,9 @@
 //                                                 (vkf_matmul_f16_<row>), with ratio_f16 = its
 //                                                 GFLOP/s over the vkf_matmul_f16 row's in the
 //                                                 same run (the device's row, or
-//                                                 VKF_MATMUL_CONFIG's)
+//                                                 VKF_MATMUL_CONFIG's); a row with values
+//                                                 changed, for tile sweeps: nv_coopmat2/bk32/wg128
+//                                                 (keys wg bm bn bk tm tn stages)
 //   VKF_BENCH_KHR_DIAG=<bits>[,<bits>...]         after each KHR row of VKF_BENCH_COOPMAT, the
 //                                                 same row with parts of its k-loop dropped
 //                                                 (vkf_matmul_f16_<row>_diag<bits>; results
@@ -47,6 +49,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <map>
@@ -176,11 +179,54 @@ std::vector<uint32_t> khr_diagnostics() {
   return bits;
 }
 
-// VKF_BENCH_COOPMAT's rows (an unknown name throws, listing the table's).
+// One VKF_BENCH_COOPMAT word: a table row, with values changed after slashes for tile sweeps
+// (nv_coopmat2/bk32/wg128: nv_coopmat2 with k blocks of 32 and 128 invocations, row
+// vkf_matmul_f16_nv_coopmat2_bk32_wg128; keys wg, bm, bn, bk, tm, tn, stages). A coopmat2
+// row's block stays its tile; the other rows' workgroup follows from their blocks. An unknown
+// row or key throws; a device that cannot run the result skips it, saying why
+// (matmul_config_misfit).
+vkf::ops::MatmulConfig coopmat_row(const std::string& word) {
+  const size_t slash = word.find('/');
+  vkf::ops::MatmulConfig c = vkf::ops::matmul_config(word.substr(0, slash));
+  static const std::regex change(R"((wg|bm|bn|bk|tm|tn|stages)(\d{1,4}))");
+  for (size_t at = slash; at != std::string::npos;) {
+    const size_t next = word.find('/', at + 1);
+    const std::string part = word.substr(at + 1, next == std::string::npos ? next : next - at - 1);
+    std::smatch m;
+    if (!std::regex_match(part, m, change) || std::stoul(m[2]) == 0)
+      throw std::runtime_error("VKF_BENCH_COOPMAT: '" + part + "' in '" + word +
+                               "' is not a key (wg, bm, bn, bk, tm, tn, stages) and a number");
+    const uint32_t v = uint32_t(std::stoul(m[2]));
+    const std::string key = m[1];
+    (key == "wg"   ? c.workgroup
+     : key == "bm" ? c.bm
+     : key == "bn" ? c.bn
+     : key == "bk" ? c.bk
+     : key == "tm" ? c.tm
+     : key == "tn" ? c.tn
+                   : c.stages) = v;
+    at = next;
+  }
+  if (c.nv2) {
+    c.tm = c.bm, c.tn = c.bn;
+  } else {
+    // One subgroup a tm x tn block (32 invocations counted for each, as the table's rows do).
+    if (c.bm % c.tm || c.bn % c.tn)
+      throw std::runtime_error("VKF_BENCH_COOPMAT: '" + word +
+                               "': tm and tn must divide the tile (bm, bn)");
+    c.workgroup = c.subgroups() * 32;
+  }
+  c.name = word;  // as a benchmark's name: slashes there separate its arguments
+  std::replace(c.name.begin(), c.name.end(), '/', '_');
+  return c;
+}
+
+// VKF_BENCH_COOPMAT's rows, kept for the life of the process (the benchmarks hold pointers).
 std::vector<const vkf::ops::MatmulConfig*> coopmat_rows() {
+  static std::deque<vkf::ops::MatmulConfig> kept;
   std::vector<const vkf::ops::MatmulConfig*> rows;
-  for (const std::string& name : env_words("VKF_BENCH_COOPMAT"))
-    rows.push_back(&vkf::ops::matmul_config(name));
+  for (const std::string& word : env_words("VKF_BENCH_COOPMAT"))
+    rows.push_back(&kept.emplace_back(coopmat_row(word)));
   return rows;
 }
 

@@ -78,8 +78,9 @@ const MatmulConfig k_configs[] = {
     // Tensor cores through VK_NV_cooperative_matrix2 (f16 storage): the whole workgroup owns
     // the tile's accumulator and loads its blocks through tensor layouts, the driver staging
     // them (shaders/matmul_coopmat_nv2.comp). ggml's coopmat2 tiles: 128x128 and 128x256 on 256
-    // invocations, 64x64 on 128, k 64 at a time. Correct on an H200 but below the KHR rows there
-    // at every shape (0.04-0.8x): tuner candidates, in no table.
+    // invocations, 64x64 on 128, k 64 at a time. Correct on an H200, and level with the KHR rows
+    // there once the kernel took ggml's stride masks and unrolled k loop (ahead at the FFN's
+    // fc2, behind at most other shapes): tuner candidates, in no table.
     nv_coopmat2_row("nv_coopmat2", 256, 128, 128, 64),
     nv_coopmat2_row("nv_coopmat2_256", 256, 128, 256, 64),
     nv_coopmat2_row("nv_coopmat2_64", 128, 64, 64, 64),
