@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "engine/shader_registry.h"
 
@@ -69,6 +70,27 @@ void staged(const DeviceInfo&, std::vector<ops::MatmulConfig>& out) {
             }
 }
 
+// Coopmat2 tiles around the table's (whose tiles are ggml's, fitted to other NVIDIA cards):
+// the driver splits a workgroup's tile among its subgroups and stages its blocks itself, so
+// the tile, the invocations that share it and the k block are its whole search. Only where the
+// device runs them (runs(): granularities, workgroup-scope limits); a pipeline takes NVIDIA's
+// compiler seconds, so these come after the table's rows at equal distance.
+void coopmat2_tiles(std::vector<ops::MatmulConfig>& out) {
+  const ops::MatmulConfig& base = ops::matmul_config("nv_coopmat2");
+  for (uint32_t wg : {128u, 256u})
+    for (auto [bm, bn] :
+         {std::pair{64u, 64u}, {64u, 128u}, {128u, 64u}, {128u, 128u}, {128u, 256u}, {256u, 128u}})
+      for (uint32_t bk : {16u, 32u, 64u}) {
+        // At most 128 fp32 accumulators an invocation, as the table's largest row holds:
+        // beyond, registers spill.
+        if (bm * bn > 128 * wg) continue;
+        ops::MatmulConfig c = base;
+        c.workgroup = wg, c.bm = c.tm = bm, c.bn = c.tn = bn, c.bk = bk;
+        c.name = c.describe();
+        out.push_back(c);
+      }
+}
+
 }  // namespace
 
 std::vector<ops::MatmulConfig> matmul_candidates(const DeviceInfo& info,
@@ -94,6 +116,7 @@ std::vector<ops::MatmulConfig> matmul_candidates(const DeviceInfo& info,
     if (!c.coopmat && !c.texel) c.texel = info.is_cpu();
   direct(info, rest);
   staged(info, rest);
+  coopmat2_tiles(rest);
   std::stable_sort(rest.begin(), rest.end(),
                    [&](const ops::MatmulConfig& a, const ops::MatmulConfig& b) {
                      return distance(a, prior) < distance(b, prior);

@@ -1,7 +1,8 @@
 #pragma once
 // The matmul search space, in the kernel's specialization constants and variants: workgroup
 // (subgroup) size, C tile, per-invocation block, k step, shared-memory staging or direct reads,
-// texel or storage-buffer reads, and the tensor-core rows where the device has them.
+// texel or storage-buffer reads, and the tensor-core rows where the device has them (with, around
+// the coopmat2 rows, their tile, k block and workgroup size).
 #include <vector>
 
 #include "engine/device_info.h"

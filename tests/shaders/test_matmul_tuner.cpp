@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "bench/tune/matmul_candidates.h"
 #include "bench/tune/matmul_check.h"
@@ -148,12 +149,26 @@ TEST_CASE("matmul tuner: the coopmat2 rows are candidates where the device runs 
   REQUIRE(!tune::matmul_candidates(nv2, k_f16_fc1).empty());
   CHECK(!tune::matmul_candidates(nv2, k_f16_fc1)[0].nv2);  // the prior is a table's row
   const auto names = candidates_where(nv2, k_f16_fc1, coopmat2);
-  if (!shaders::find(ops::matmul_config("nv_coopmat2").coopmat_kernel()).empty()) {
-    CHECK(names.size() == 3);
-    CHECK(contains(names, "nv_coopmat2_256"));
+  const bool built = !shaders::find(ops::matmul_config("nv_coopmat2").coopmat_kernel()).empty();
+  if (built) {
+    // Tiles around the table's three rows, every one of which this fake device's
+    // granularities (16 x 16 x 16) divide: 6 tiles x 3 k blocks on 256 invocations, and the 4
+    // of them with at most 128 accumulators an invocation on 128; the table's among them.
+    for (const char* row : {"nv_coopmat2", "nv_coopmat2_256", "nv_coopmat2_64"})
+      CHECK(contains(names, row));
+    CHECK(names.size() == 30);
+    const std::set<std::string> unique(names.begin(), names.end());
+    CHECK(unique.size() == names.size());
+    for (const ops::MatmulConfig& c : tune::matmul_candidates(nv2, k_f16_fc1))
+      CHECK(ops::matmul_config_misfit(c, nv2).empty());
   } else {
     CHECK(names.empty());
   }
+  DeviceInfo small = nv2;  // a driver whose flexible dimensions stop at 128
+  small.nv_coopmat2.max_dimension = 128;
+  const auto small_names = candidates_where(small, k_f16_fc1, coopmat2);
+  CHECK(small_names.size() == (built ? 24u : 0u));
+  CHECK(!contains(small_names, "nv_coopmat2_256"));
   CHECK(candidates_where(nv2, k_f32_fc1, coopmat2).empty());
   DeviceInfo mesa = nv2;  // Mesa 26's lavapipe: the extension without workgroup scope
   mesa.nv_coopmat2.workgroup_scope = mesa.nv_coopmat2.tensor_addressing = false;
