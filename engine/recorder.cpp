@@ -290,6 +290,14 @@ void Recorder::dispatch(const Kernel& kernel, const std::vector<Arg>& args, cons
       throw Error("kernel " + spec.name + ": binding " + std::to_string(i) +
                   (texel ? " is a texel buffer and needs a format" : " is no texel buffer"));
     if (texel) views[i] = make_texel_view(args[i], spec.name, i);
+    // A storage binding's offset must be a multiple of the device's alignment; past it the
+    // shader reads from wherever the driver rounded to (the validation layer's VUID-00328).
+    const uint64_t align = device_.info().min_storage_offset_alignment;
+    if (!texel && align > 1 && args[i].buffer.offset % align != 0)
+      throw Error("kernel " + spec.name + ": binding " + std::to_string(i) + " starts at byte " +
+                  std::to_string(args[i].buffer.offset) + ", which is no multiple of " +
+                  device_.label() + "'s storage-buffer offset alignment (" + std::to_string(align) +
+                  ")");
   }
   track(args);
 

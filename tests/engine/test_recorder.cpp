@@ -111,6 +111,15 @@ VKF_TEST_CASE("dispatch arguments are checked", "[engine][recorder]") {
   REQUIRE_THROWS_WITH(rec.dispatch(fill, {out(a)}, push, {0, 1, 1}),
                       Catch::Contains("workgroup count"));
   REQUIRE_THROWS_WITH(dev.kernel({"no_such_shader", 1, 0, {}}), Catch::Contains("no_such_shader"));
+  // A storage binding off the device's offset alignment (a power of two up to 256; lavapipe's
+  // is 16), then one on it.
+  Buffer wide = dev.allocate(1024, "wide");
+  const uint64_t storage_align = dev.info().min_storage_offset_alignment;
+  if (storage_align > 4) {
+    REQUIRE_THROWS_WITH(rec.dispatch(fill, {out(BufferRef(wide).slice(4, 16))}, push, {1, 1, 1}),
+                        Catch::Contains("storage-buffer offset alignment"));
+  }
+  rec.dispatch(fill, {out(BufferRef(wide).slice(storage_align, 16))}, push, {1, 1, 1});
   // Texel-buffer bindings (KernelSpec::texel_buffers) take a view format; storage buffers none.
   REQUIRE_THROWS_WITH(
       rec.dispatch(fill, {in_texels(a, VK_FORMAT_R32G32B32A32_SFLOAT)}, push, {1, 1, 1}),
