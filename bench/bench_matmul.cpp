@@ -7,6 +7,8 @@
 //   ./bench/bench_matmul                          all shapes
 //   VKF_BENCH_SKIP_LARGE=1 ./bench/bench_matmul   skip the vocabulary projection and the like
 //   VKF_BENCH_F16_ALL=1                           f16 rows at every shape (default: the smaller)
+//   VKF_BENCH_ROW_BLOCK=<rows>                    each matmul as dispatches of that many rows
+//                                                 of A and C, in one buffer each (not A^T B)
 //   VKF_BENCH_SHAPES=<m>x<n>x<k>:<form>[,...]     these shapes instead of the model's (form ab,
 //                                                 abt or atb; f16 rows at each), e.g.
 //                                                 25000x512x2048:abt,8192x512x2048:abt
@@ -250,6 +252,18 @@ std::vector<vkf::bench::MatmulShape> listed_shapes() {
   return shapes;
 }
 
+// VKF_BENCH_ROW_BLOCK's rows (0 where it is unset; anything but a positive count throws): the
+// matmul split into dispatches of that many rows of A and C, within one buffer each, to tell a
+// dispatch's size from its buffers' where a rate changes with m.
+int64_t row_block() {
+  const char* e = std::getenv("VKF_BENCH_ROW_BLOCK");
+  if (e == nullptr || *e == 0) return 0;
+  const std::string v = e;
+  if (v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos || std::stol(v) == 0)
+    throw std::runtime_error("VKF_BENCH_ROW_BLOCK: '" + v + "' is not a count of rows");
+  return std::stol(v);
+}
+
 bool large(int64_t m, int64_t n, int64_t k) {
   return double(m) * n * k > 8e9;
 }
@@ -361,18 +375,37 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype, const vkf::ops::MatmulCon
     const uint64_t max_bytes = std::min<uint64_t>(dev.info().max_storage_buffer_range, 1ull << 30);
     const int64_t rows =
         trans_a ? m : std::min<int64_t>(m, int64_t(max_bytes / (esize * std::max(n, k))));
+    // VKF_BENCH_ROW_BLOCK: dispatches of that many rows within one A and one C.
+    const int64_t block = trans_a ? 0 : row_block();
+    if (block > 0 && rows < m) {
+      state.SkipWithError("skipped: VKF_BENCH_ROW_BLOCK needs A and C each in one binding");
+      return;
+    }
     buffers.push_back(dev.allocate(k * n * esize, "B"));
     upload_as(dev, buffers.back(), random_floats(k * n, 2), dtype);
     const vkf::BufferRef b = buffers.back();
+    vkf::BufferRef whole_a, whole_c;
+    if (block > 0) {
+      buffers.push_back(dev.allocate(m * k * esize, "A"));
+      whole_a = buffers.back();
+      upload_as(dev, whole_a, random_floats(m * k, 1), dtype);
+      buffers.push_back(dev.allocate(m * n * esize, "C"));
+      whole_c = buffers.back();
+    }
     std::vector<vkf::ops::MatmulArgs> blocks;
-    for (int64_t m0 = 0; m0 < m; m0 += rows) {
-      const int64_t mc = std::min(rows, m - m0);
-      buffers.push_back(dev.allocate(mc * k * esize, "A"));
-      upload_as(dev, buffers.back(), random_floats(mc * k, uint32_t(1 + m0)), dtype);
+    for (int64_t m0 = 0; m0<m; m0 += block> 0 ? block : rows) {
+      const int64_t mc = std::min(block > 0 ? block : rows, m - m0);
       vkf::ops::MatmulArgs args;
-      args.a = buffers.back();
-      buffers.push_back(dev.allocate(mc * n * esize, "C"));
-      args.c = buffers.back();
+      if (block > 0) {
+        args.a = whole_a.slice(m0 * k * esize, mc * k * esize);
+        args.c = whole_c.slice(m0 * n * esize, mc * n * esize);
+      } else {
+        buffers.push_back(dev.allocate(mc * k * esize, "A"));
+        upload_as(dev, buffers.back(), random_floats(mc * k, uint32_t(1 + m0)), dtype);
+        args.a = buffers.back();
+        buffers.push_back(dev.allocate(mc * n * esize, "C"));
+        args.c = buffers.back();
+      }
       args.b = b;
       args.m = uint32_t(mc), args.n = uint32_t(n), args.k = uint32_t(k);
       args.trans_a = trans_a;
@@ -408,6 +441,7 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype, const vkf::ops::MatmulCon
                    .config;
   std::string label = dev.info().name + " config=" + config.name +
                       " dispatches=" + std::to_string(seq->dispatch_count());
+  if (!trans_a && row_block() > 0) label += " row_block=" + std::to_string(row_block());
   if (!forced && dev.tuning()) label += " tuned=" + config.describe();
   if (seconds <= 0) {
     state.SetLabel(label);
@@ -486,6 +520,7 @@ void register_all() {
   const std::vector<const vkf::ops::MatmulConfig*> coopmats = coopmat_rows();
   const std::vector<uint32_t> diagnostics = khr_diagnostics();
   const std::vector<vkf::bench::MatmulShape> listed = listed_shapes();
+  row_block();  // a malformed VKF_BENCH_ROW_BLOCK stops the program here, not each row
   const auto standard = vkf::bench::matmul_shapes();
   const std::vector<vkf::bench::MatmulShape> shapes =
       listed.empty() ? std::vector(standard.begin(), standard.end()) : listed;
