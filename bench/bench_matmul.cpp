@@ -393,8 +393,9 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype, const vkf::ops::MatmulCon
       whole_c = buffers.back();
     }
     std::vector<vkf::ops::MatmulArgs> blocks;
-    for (int64_t m0 = 0; m0<m; m0 += block> 0 ? block : rows) {
-      const int64_t mc = std::min(block > 0 ? block : rows, m - m0);
+    const int64_t step = block > 0 ? block : rows;
+    for (int64_t m0 = 0; m0 < m; m0 += step) {
+      const int64_t mc = std::min(step, m - m0);
       vkf::ops::MatmulArgs args;
       if (block > 0) {
         args.a = whole_a.slice(m0 * k * esize, mc * k * esize);
