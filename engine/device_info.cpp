@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "engine/error.h"
 #include "engine/vk_coopmat_nv2.h"
@@ -266,7 +267,33 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
   }
   VkPhysicalDeviceCooperativeMatrix2PropertiesNV nv2_props{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
-  if (info.nv_coopmat2.listed) *tail = &nv2_props;
+  if (info.nv_coopmat2.listed) {
+    *tail = &nv2_props;
+    tail = &nv2_props.pNext;
+  }
+  // The device's compute units (split-k's target, DeviceInfo::compute_units), where the vendor
+  // has an extension that says.
+  VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv_sm{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+  const bool has_nv_sm = has_extension(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+  if (has_nv_sm) {
+    *tail = &nv_sm;
+    tail = &nv_sm.pNext;
+  }
+  VkPhysicalDeviceShaderCorePropertiesAMD amd_cores{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+  const bool has_amd_cores = has_extension(exts, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
+  if (has_amd_cores) {
+    *tail = &amd_cores;
+    tail = &amd_cores.pNext;
+  }
+  VkPhysicalDeviceShaderCoreProperties2AMD amd_cores2{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD};
+  const bool has_amd_cores2 = has_extension(exts, VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME);
+  if (has_amd_cores2) {
+    *tail = &amd_cores2;
+    tail = &amd_cores2.pNext;
+  }
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &driver;
   vkGetPhysicalDeviceProperties2(physical, &props2);
@@ -313,6 +340,15 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
   // can see anyway.
   info.max_buffer_bytes = has_maint4 ? maint4.maxBufferSize : maint3.maxMemoryAllocationSize;
   info.timestamp_period_ns = p.limits.timestampPeriod;
+  if (has_nv_sm)
+    info.compute_units = nv_sm.shaderSMCount;
+  else if (has_amd_cores2)
+    info.compute_units = amd_cores2.activeComputeUnitCount;
+  else if (has_amd_cores)
+    info.compute_units = amd_cores.shaderEngineCount * amd_cores.shaderArraysPerEngineCount *
+                         amd_cores.computeUnitsPerShaderArray;
+  else if (info.is_cpu())
+    info.compute_units = std::max(1u, std::thread::hardware_concurrency());  // lavapipe's threads
 
   VkPhysicalDeviceSubgroupSizeControlFeatures sg_features{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
@@ -462,7 +498,8 @@ std::string devices_table(const std::vector<DeviceInfo>& devices) {
     s << "\n";
     s << "    subgroup " << d.subgroup_size << " (" << d.min_subgroup_size << ".."
       << d.max_subgroup_size << "), shared memory " << format_bytes(d.shared_memory_bytes)
-      << ", workgroup max " << d.max_workgroup_invocations << "\n";
+      << ", workgroup max " << d.max_workgroup_invocations << ", compute units "
+      << (d.compute_units ? std::to_string(d.compute_units) : std::string("unknown")) << "\n";
     s << "    fp16 " << (d.fp16 ? "yes" : "no") << ", int8 " << (d.int8 ? "yes" : "no")
       << ", 16-bit storage " << (d.storage16 ? "yes" : "no") << ", cooperative matrix "
       << (d.khr_coopmat ? "KHR" : "") << (d.khr_coopmat && d.nv_coopmat ? "+" : "")
@@ -548,6 +585,7 @@ std::string devices_json(const std::vector<DeviceInfo>& devices) {
         {"subgroup_shuffle", d.subgroup_shuffle},
         {"shared_memory_bytes", d.shared_memory_bytes},
         {"max_workgroup_invocations", d.max_workgroup_invocations},
+        {"compute_units", d.compute_units},
         {"max_allocation_bytes", d.max_allocation_bytes},
         {"max_buffer_bytes", d.max_buffer_bytes},
         {"max_storage_buffer_range", d.max_storage_buffer_range},

@@ -76,6 +76,10 @@ struct DeviceInfo {
   bool subgroup_arithmetic = false;  // compute stage supports subgroup add/max
   bool subgroup_shuffle = false;     // compute stage supports subgroupShuffle (matmul CPU row)
   uint32_t shared_memory_bytes = 0;
+  // Units that run workgroups side by side: NVIDIA's SMs (VK_NV_shader_sm_builtins), AMD's
+  // compute units (VK_AMD_shader_core_properties, 2), a CPU device's hardware threads (as many
+  // as lavapipe runs); 0 where the driver does not say. Split-k aims to fill them.
+  uint32_t compute_units = 0;
   uint32_t max_workgroup_invocations = 0;
   std::array<uint32_t, 3> max_workgroup_size{};
   std::array<uint32_t, 3> max_workgroup_count{};
