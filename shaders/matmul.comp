@@ -46,6 +46,10 @@ layout(constant_id = 9) const uint EPILOGUE = 0;
 // bit 3 A (TRANS_A) as 4-vectors along m.
 layout(constant_id = 10) const uint VEC = 0;
 layout(constant_id = 11) const uint READ_C = 0;  // beta != 0
+// constant_id 12-17 belong to the KHR kernel. 18: C is stored as fp32 through the C32 view of
+// its binding, whatever the operands' storage: a split-k slice's partial product
+// (engine/ops/matmul.cpp), which the f16 variant would otherwise round to fp16.
+layout(constant_id = 18) const uint C_F32 = 0;
 
 #ifdef VKF_TEXEL
 // A and B as uniform texel buffers of 4-vectors (RGBA32F, or RGBA16F for f16 storage): on
@@ -73,6 +77,7 @@ float fetch_a(uint i) { return float(a[i]); }
 float fetch_b(uint i) { return float(b[i]); }
 #endif
 layout(std430, binding = 2) buffer C { STORE_T c[]; };
+layout(std430, binding = 2) buffer C32 { float c32[]; };
 // bias [N] for epilogues 1 and 2, R for epilogue 3, unused (any buffer) otherwise.
 layout(std430, binding = 3) readonly buffer X { STORE_T x[]; };
 
@@ -258,7 +263,10 @@ void main() {
       if (EPILOGUE == 1 || EPILOGUE == 2) v += bias[j];
       if (EPILOGUE == 2) v = max(v, 0.0);
       if (EPILOGUE == 3) v += float(x[ci]);
-      c[ci] = STORE_T(v);
+      if (C_F32 != 0)
+        c32[ci] = v;
+      else
+        c[ci] = STORE_T(v);
     }
   }
 }

@@ -3,7 +3,8 @@
 // contract of matmul_f16 (C = alpha * op(A) * op(B) + beta * C, both transposes, batched over z
 // with strides, epilogues 1 = + bias[n], 2 = relu(. + bias[n]), 3 = + R[m, n]), the same
 // bindings, push constants and specialization-constant ids 0-11, so engine/ops/matmul.cpp builds
-// it from the same spec. fp16 products, fp32 accumulation and epilogue, C stored as fp16.
+// it from the same spec. fp16 products, fp32 accumulation and epilogue, C stored as fp16 (or
+// fp32: C_F32 below).
 //
 // Built the way fast Vulkan coopmat kernels are (ggml's mul_mm.comp with COOPMAT, CUTLASS's
 // SIMT-staged mma kernels):
@@ -81,6 +82,9 @@ const bool DIAG_NO_STAGING = (DIAG & 6) != 0, DIAG_NO_FRAGMENT_LOADS = (DIAG & 4
 // Staging buffers (MatmulConfig::stages): 1, or 2 to store the next k-step's tiles into the
 // other buffer during this one's products, with one barrier a step.
 layout(constant_id = 17) const uint STAGES = 1;
+// C stored as fp32 through the C32 view of its binding: a split-k slice's partial product
+// (engine/ops/matmul.cpp), with alpha 1, beta 0 and no epilogue; scalar stores.
+layout(constant_id = 18) const uint C_F32 = 0;
 
 #include "coopmat_khr_fragment.glsl"
 
@@ -90,6 +94,7 @@ layout(std430, binding = 0) restrict readonly buffer A8 { uvec4 a8[]; };
 layout(std430, binding = 1) restrict readonly buffer B8 { uvec4 b8[]; };
 layout(std430, binding = 2) buffer C { float16_t c[]; };
 layout(std430, binding = 2) buffer C8 { uvec4 c8[]; };
+layout(std430, binding = 2) buffer C32 { float c32[]; };
 // bias [N] for epilogues 1 and 2, R for epilogue 3, unused (any buffer) otherwise.
 layout(std430, binding = 3) restrict readonly buffer X { float16_t x[]; };
 layout(std430, binding = 3) restrict readonly buffer X8 { uvec4 x8[]; };
@@ -298,7 +303,9 @@ void main() {
           for (uint e = 0; e < valid; ++e) v[e] += float(x[ci + e]);
         }
       }
-      if ((VEC & 4) != 0 && valid == 8) {
+      if (C_F32 != 0) {
+        for (uint e = 0; e < valid; ++e) c32[ci + e] = v[e];
+      } else if ((VEC & 4) != 0 && valid == 8) {
         float16_t h[8];
         UNROLL for (uint e = 0; e < 8; ++e) h[e] = float16_t(v[e]);
         c8[ci / 8] = pack8(h);

@@ -3,7 +3,7 @@
 // matmul_coopmat_khr (C = alpha * op(A) * op(B) + beta * C, both transposes, batched over z with
 // strides, epilogues 1 = + bias[n], 2 = relu(. + bias[n]), 3 = + R[m, n]), the same bindings,
 // push constants and specialization-constant ids 0-3 and 7-11, so engine/ops/matmul.cpp builds
-// it from the same spec. fp16 products, fp32 accumulation and epilogue, C stored as fp16.
+// it from the same spec. fp16 products, fp32 accumulation and epilogue, C stored as fp16 (or fp32: C_F32).
 //
 // Unlike the KHR kernel, this one stages nothing itself: the whole workgroup owns one
 // BM x BN accumulator (workgroup scope), and each k-step loads op(A)'s BM x BK and op(B)'s
@@ -47,10 +47,15 @@ layout(constant_id = 9) const uint EPILOGUE = 0;
 // access width from what it can prove of the strides.
 layout(constant_id = 10) const uint VEC = 0;
 layout(constant_id = 11) const uint READ_C = 0;  // beta != 0
+// constant_id 12-17 belong to the KHR kernel. 18: C is stored as fp32 through the C32 view of
+// its binding: a split-k slice's partial product (engine/ops/matmul.cpp), with alpha 1, beta 0
+// and no epilogue.
+layout(constant_id = 18) const uint C_F32 = 0;
 
 layout(std430, binding = 0) restrict readonly buffer A { float16_t a[]; };
 layout(std430, binding = 1) restrict readonly buffer B { float16_t b[]; };
 layout(std430, binding = 2) buffer C { float16_t c[]; };
+layout(std430, binding = 2) buffer C32 { float c32[]; };
 // bias [N] for epilogues 1 and 2, R for epilogue 3, unused (any buffer) otherwise.
 layout(std430, binding = 3) restrict readonly buffer X { float16_t x[]; };
 
@@ -159,9 +164,13 @@ void main() {
     memoryBarrierBuffer();
     barrier();
   }
-  OUT out_tile = OUT(acc);
   tensorLayoutNV<2, CLAMP> lc = createTensorLayoutNV(2, CLAMP);
   lc = setTensorLayoutDimensionNV(lc, p.m, p.n);
   lc = setTensorLayoutStrideNV(lc, ldc, 1);
-  coopMatStoreTensorNV(out_tile, c, base_c, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+  if (C_F32 != 0) {
+    coopMatStoreTensorNV(acc, c32, base_c, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+  } else {
+    OUT out_tile = OUT(acc);
+    coopMatStoreTensorNV(out_tile, c, base_c, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+  }
 }

@@ -34,6 +34,10 @@ DeviceOptions device_options(DeviceOptions base) {
     if (t != "0" && t != "1") throw Error("VKF_MATMUL_TEXEL must be 0 or 1, not '" + t + "'");
     base.ops.matmul_texel_views = t == "1";
   }
+  if (const std::string k = env("VKF_MATMUL_SPLIT_K"); !k.empty()) {
+    if (k != "0" && k != "1") throw Error("VKF_MATMUL_SPLIT_K must be 0 or 1, not '" + k + "'");
+    base.ops.matmul_split_k = k == "1";
+  }
   if (const std::string p = env("VKF_ATTENTION_PATH"); !p.empty() && p != "automatic") {
     if (p != "tiled" && p != "rows")
       throw Error("VKF_ATTENTION_PATH must be tiled, rows or automatic, not '" + p + "'");

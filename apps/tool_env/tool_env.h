@@ -6,6 +6,7 @@
 //                                  $XDG_CACHE_HOME/vkformer, else ~/.cache/vkformer) and the
 //                                  lavapipe shader caches under it (engine/cpu_driver.h)
 //   VKF_MATMUL_TEXEL=0|1           DeviceOptions::ops.matmul_texel_views
+//   VKF_MATMUL_SPLIT_K=0|1         DeviceOptions::ops.matmul_split_k
 //   VKF_ATTENTION_PATH=tiled|rows  DeviceOptions::ops.attention_rows ("automatic" = unset)
 //   VKF_TUNE=auto|off|FILE         the default of --tune (train, translate, bench; "auto"
 //                                  unset); the tests set off

@@ -1,5 +1,6 @@
 #include "engine/ops/matmul.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -251,7 +252,7 @@ bool texel_reads(const Device& dev, const MatmulArgs& args, const MatmulConfig& 
 
 // The pipeline: shader variant, specialization constants, subgroup size.
 KernelSpec kernel_spec(const Device& dev, const MatmulArgs& args, const MatmulConfig& cfg,
-                       const Push& push, bool texel) {
+                       const Push& push, bool texel, bool c_f32) {
   const DeviceInfo& info = dev.info();
   const bool emulated = args.emulate_coopmat;
   const uint32_t vec = vector_reads(args, cfg, push);
@@ -282,22 +283,30 @@ KernelSpec kernel_spec(const Device& dev, const MatmulArgs& args, const MatmulCo
     if (!emulated && info.min_subgroup_size != info.max_subgroup_size)
       spec.subgroup_size = info.subgroup_size;
   }
+  if (c_f32) {
+    // Constant 18: C stored as fp32 (a split-k slice). The other kernels take no 12-17.
+    spec.spec.resize(18, 0);
+    spec.spec.push_back(1);
+  }
   if (texel) spec.texel_buffers = 0b11;
   // The direct path needs the workgroup to be exactly one subgroup.
   if (!cfg.shared && info.subgroup_size != cfg.workgroup) spec.subgroup_size = cfg.workgroup;
   return spec;
 }
 
+// c_f32: C is a split-k workspace, stored as fp32 whatever the operands' storage.
 void record(Device& dev, Recorder& rec, const MatmulArgs& args, const MatmulConfig& cfg,
-            const Operands& o) {
+            const Operands& o, bool c_f32 = false) {
   const DeviceInfo& info = dev.info();
   const bool texel = texel_reads(dev, args, cfg, o);
-  const Kernel& k = dev.kernel(kernel_spec(dev, args, cfg, o.push, texel));
+  const Kernel& k = dev.kernel(kernel_spec(dev, args, cfg, o.push, texel, c_f32));
   const std::array<uint32_t, 3> groups{ceil_div(args.n, cfg.bn), ceil_div(args.m, cfg.bm),
                                        args.batch};
-  if (groups[0] > info.max_workgroup_count[0] || groups[1] > info.max_workgroup_count[1])
+  if (groups[0] > info.max_workgroup_count[0] || groups[1] > info.max_workgroup_count[1] ||
+      groups[2] > info.max_workgroup_count[2])
     throw Error(shape_of(args) + ": needs " + std::to_string(groups[0]) + " x " +
-                std::to_string(groups[1]) + " workgroups, above the device's limits");
+                std::to_string(groups[1]) + " x " + std::to_string(groups[2]) +
+                " workgroups, above the device's limits");
   const Arg c_arg = args.beta != 0.0f ? inout(args.c) : out(args.c);
   if (texel) {
     const VkFormat f = texel_format(args.dtype);
@@ -306,6 +315,132 @@ void record(Device& dev, Recorder& rec, const MatmulArgs& args, const MatmulConf
   } else {
     rec.dispatch(k, {in(args.a), in(args.b), c_arg, in(o.extra)}, o.push, groups);
   }
+}
+
+// Compute units assumed where the driver does not say (DeviceInfo::compute_units): enough to
+// split the one-tile matmuls of a small model, few enough not to split what fills a small GPU.
+constexpr uint32_t k_default_compute_units = 16;
+// A slice is at least this deep: shorter ones spend more on their partial products' traffic
+// than the extra workgroups gain.
+constexpr uint32_t k_min_slice_k = 256;
+constexpr uint32_t k_max_slices = 16;
+// Slices start at multiples of 256 bytes along k, and partial products 256 bytes apart: the
+// largest minStorageBufferOffsetAlignment Vulkan allows, so the last slice's bindings
+// (offsets into A, B and the workspace) are aligned on every device.
+constexpr uint32_t k_split_align_bytes = 256;
+
+// Whether the configuration's kernel can store fp32 partial products (C_F32).
+bool can_split(const MatmulArgs& args, const MatmulConfig& cfg) {
+  return args.batch == 1 && (!cfg.coopmat || cfg.khr || cfg.nv2) && args.khr_diagnostic == 0;
+}
+
+}  // namespace
+
+SplitK plan_matmul_split_k(const DeviceInfo& info, const MatmulArgs& args, const MatmulConfig& cfg,
+                           uint64_t room) {
+  const uint32_t forced = args.split_k.value_or(0);
+  if (forced == 1) return {};
+  if (forced > 1 && !can_split(args, cfg))
+    throw Error(shape_of(args) + ": split_k " + std::to_string(forced) +
+                " needs batch 1 and a kernel that stores fp32 partial products, not '" + cfg.name +
+                "' at batch " + std::to_string(args.batch));
+  if (!can_split(args, cfg)) return {};
+  const uint32_t granule = k_split_align_bytes / dtype_bytes(args.dtype);
+  const uint64_t partial_stride = (uint64_t(args.m) * args.n + k_split_align_bytes / 4 - 1) /
+                                  (k_split_align_bytes / 4) * (k_split_align_bytes / 4);
+  uint32_t wanted = forced;
+  if (wanted == 0) {
+    const uint32_t units = info.compute_units ? info.compute_units : k_default_compute_units;
+    const uint64_t tiles = uint64_t(ceil_div(args.m, cfg.bm)) * ceil_div(args.n, cfg.bn);
+    wanted = uint32_t(std::min<uint64_t>({units / tiles, args.k / k_min_slice_k, k_max_slices}));
+    wanted = uint32_t(std::min<uint64_t>(wanted, room / (partial_stride * 4)));
+  }
+  if (wanted < 2) return {};
+  SplitK plan;
+  plan.slice_k = ceil_div(ceil_div(args.k, wanted), granule) * granule;
+  plan.slices = ceil_div(args.k, plan.slice_k);
+  if (plan.slices < 2) {
+    if (forced)
+      throw Error(shape_of(args) + ": k is too short to split into " + std::to_string(forced) +
+                  " slices of whole " + std::to_string(granule) + "-element runs");
+    return {};
+  }
+  plan.partial_stride = partial_stride;
+  plan.workspace_bytes = plan.slices * partial_stride * 4;
+  if (plan.slices * partial_stride > UINT32_MAX)
+    throw Error(shape_of(args) + ": split into " + std::to_string(plan.slices) +
+                " slices, its partial products exceed 32-bit indexing");
+  if (plan.workspace_bytes > room)
+    throw Error(shape_of(args) + ": split_k " + std::to_string(forced) + " needs " +
+                std::to_string(plan.workspace_bytes) + " bytes of workspace, which has " +
+                std::to_string(room));
+  return plan;
+}
+
+namespace {
+
+struct ReducePush {
+  uint32_t m, n, ldc, slices;
+  float alpha, beta;
+  uint32_t partial_stride;
+};
+
+// Stage 1: the slices as batch items of the chosen kernel (the last, shorter one on its own),
+// storing fp32 partial products; stage 2: their sum, alpha, beta and the epilogue into C.
+void record_split(Device& dev, Recorder& rec, const MatmulArgs& args, const MatmulConfig& cfg,
+                  const SplitK& plan) {
+  const BufferRef& ws = args.workspace;
+  if (ws.overlaps(args.a) || ws.overlaps(args.b) || ws.overlaps(args.c) || ws.overlaps(args.bias) ||
+      ws.overlaps(args.residual))
+    throw Error(shape_of(args) + ": the split-k workspace overlaps an operand");
+  const Operands whole = check_operands(args);
+  const Push& push = whole.push;
+  const uint32_t full = args.k / plan.slice_k, rest = args.k % plan.slice_k;
+
+  MatmulArgs s = args;
+  s.epilogue = Epilogue::none;
+  s.alpha = 1.0f;
+  s.beta = 0.0f;
+  s.lda = push.lda;
+  s.ldb = push.ldb;
+  s.ldc = args.n;
+  s.c = ws;
+  s.workspace = {};
+  s.split_k = 1;
+  s.k = plan.slice_k;
+  s.stride_a = args.trans_a ? plan.slice_k * push.lda : plan.slice_k;
+  s.stride_b = args.trans_b ? plan.slice_k : plan.slice_k * push.ldb;
+  s.stride_c = uint32_t(plan.partial_stride);
+  if (full > 0) {
+    s.batch = full;
+    record(dev, rec, s, cfg, check_operands(s), true);
+  }
+  if (rest > 0) {
+    const uint32_t esize = dtype_bytes(args.dtype);
+    const uint64_t k0 = uint64_t(full) * plan.slice_k;
+    const uint64_t a_off = (args.trans_a ? k0 * push.lda : k0) * esize;
+    const uint64_t b_off = (args.trans_b ? k0 : k0 * push.ldb) * esize;
+    const uint64_t c_off = full * plan.partial_stride * 4;
+    s.batch = 1;
+    s.k = rest;
+    s.a = args.a.slice(a_off, args.a.size - a_off);
+    s.b = args.b.slice(b_off, args.b.size - b_off);
+    s.c = ws.slice(c_off, plan.partial_stride * 4);
+    record(dev, rec, s, cfg, check_operands(s), true);
+  }
+
+  const char* shader = args.dtype == DType::f16 ? "matmul_split_reduce_f16" : "matmul_split_reduce";
+  constexpr uint32_t local = 256;
+  const Kernel& k =
+      dev.kernel({shader,
+                  3,
+                  sizeof(ReducePush),
+                  {local, static_cast<uint32_t>(args.epilogue), args.beta != 0.0f ? 1u : 0u}});
+  const ReducePush rp{
+      args.m, args.n, push.ldc, plan.slices, args.alpha, args.beta, uint32_t(plan.partial_stride)};
+  const Arg c_arg = args.beta != 0.0f ? inout(args.c) : out(args.c);
+  rec.dispatch(k, {in(ws.slice(0, plan.workspace_bytes)), c_arg, in(whole.extra)}, rp,
+               groups_1d(uint64_t(args.m) * args.n, local));
 }
 
 }  // namespace
@@ -319,13 +454,35 @@ MatmulChoice choose_matmul(const Device& dev, const MatmulArgs& args) {
   return choose_matmul(dev, matmul_problem(args));
 }
 
+namespace {
+
+// The split on this device (DeviceOptions::ops.matmul_split_k turns the automatic one off).
+SplitK device_split_k(const Device& dev, const MatmulArgs& args, const MatmulConfig& cfg,
+                      uint64_t room) {
+  if (!args.split_k && dev.options().ops.matmul_split_k == false) return {};
+  return plan_matmul_split_k(dev.info(), args, cfg, room);
+}
+
+}  // namespace
+
+SplitK matmul_split_k(const Device& dev, const MatmulArgs& args, bool unbounded_workspace) {
+  check_problem(dev, args);
+  const MatmulChoice choice = choose_matmul(dev, args);
+  return device_split_k(dev, args, choice.config,
+                        unbounded_workspace ? UINT64_MAX : args.workspace.size);
+}
+
 // Validate, choose the kernel, record: each step its own function, so that the tests and
-// `vkf bench` can ask the choice alone (choose_matmul).
+// `vkf bench` can ask the choice alone (choose_matmul, matmul_split_k).
 void matmul(Device& dev, Recorder& rec, const MatmulArgs& args) {
   check_problem(dev, args);
   const MatmulChoice choice = choose_matmul(dev, args);
   check_config(dev, args, choice.config);
-  record(dev, rec, args, choice.config, check_operands(args));
+  const SplitK plan = device_split_k(dev, args, choice.config, args.workspace.size);
+  if (plan.slices > 1)
+    record_split(dev, rec, args, choice.config, plan);
+  else
+    record(dev, rec, args, choice.config, check_operands(args));
 }
 
 }  // namespace vkf::ops

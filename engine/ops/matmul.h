@@ -59,6 +59,25 @@ struct MatmulArgs {
   // DeviceOptions::ops.matmul_texel_views overrides that default (the tools' VKF_MATMUL_TEXEL=0
   // or 1, for benchmarks). true: texel views or an error. false: storage buffers.
   std::optional<bool> texel_views;
+  // Split-k. Where C has too few tiles to fill the device and k is long (weight and bias
+  // gradients, whose k is the batch's tokens), one workgroup a tile leaves most of the device
+  // idle. The k range is then cut into slices that run side by side in one dispatch, each
+  // storing its product in fp32 into `workspace`; a second kernel
+  // (shaders/matmul_split_reduce.comp) adds them in order and applies alpha, beta and the
+  // epilogue. Only with a workspace (matmul_split_k says how much it would use), at batch 1, and
+  // not on VK_NV_cooperative_matrix (v1) rows. The workspace must not overlap the operands.
+  BufferRef workspace;
+  // nullopt: as matmul_split_k chooses, within the workspace; 1: never; n > 1: at most n slices
+  // (tests, benches), an error where they cannot run.
+  std::optional<uint32_t> split_k;
+};
+
+// How split-k cuts a matmul (MatmulArgs::workspace).
+struct SplitK {
+  uint32_t slices = 1;           // 1: not split
+  uint32_t slice_k = 0;          // k per slice; the last one takes what is left
+  uint64_t partial_stride = 0;   // elements between slices' partial products (m x n, padded)
+  uint64_t workspace_bytes = 0;  // fp32 partial products, slices x partial_stride
 };
 
 // Validates the arguments, chooses the kernel (choose_matmul below) and records it.
@@ -67,6 +86,16 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args);
 // The problem the arguments pose, and the configuration matmul() runs it with, and why.
 MatmulProblem matmul_problem(const MatmulArgs& args);
 MatmulChoice choose_matmul(const Device& dev, const MatmulArgs& args);
+// The split the matmul runs with: within args.workspace, or with `unbounded_workspace` as if the
+// workspace had room for any (what a caller sizes its workspace by). Automatic where
+// args.split_k is nullopt and DeviceOptions::ops.matmul_split_k is not false: where C's tiles
+// number at most half the compute units (DeviceInfo::compute_units; 16 where the driver does not
+// say), as many slices as give every unit a workgroup, each at least 256 deep in k, at most 16.
+SplitK matmul_split_k(const Device& dev, const MatmulArgs& args, bool unbounded_workspace = false);
+// The same for a device's limits, a configuration and `room` bytes of workspace (the tests ask it
+// of devices they do not have). Throws where a forced split cannot run.
+SplitK plan_matmul_split_k(const DeviceInfo& info, const MatmulArgs& args,
+                           const MatmulConfig& config, uint64_t room);
 
 // Whether this build has the tensor-core kernel for coopmat rows: it is compiled only where
 // glslc knew GL_NV_cooperative_matrix at configure time (VKF_HAVE_NV_COOPMAT).

@@ -36,6 +36,9 @@ struct Case {
   float alpha, beta;
   ops::Epilogue epilogue;
   bool broadcast_b = false;  // stride_b = 0: one B for every batch item
+  // > 1: at most that many k slices (MatmulArgs::split_k); 0: as the engine chooses, with room
+  // for whatever it wants.
+  uint32_t split_k = 1;
 };
 
 // Run on every tuning-table row and storage type. Together they cover sizes not divisible by
@@ -91,6 +94,16 @@ const Case k_nv2_unrolled_cases[] = {
     {128, 256, 600, 1, false, true, 0, 1.0f, 0.0f, ops::Epilogue::bias},
     {256, 128, 600, 2, true, false, 8, 0.5f, 1.0f, ops::Epilogue::bias_relu},
 };
+// Split-k (batch 1): slices of whole 256-byte runs of k with a shorter last one (700 in 3, 1000
+// in 4, 900 in as many as 16: the bias gradient's 1 x n form), slices that divide k (512 in 2),
+// every transpose pair, and alpha, beta and each epilogue applied once, after the sum.
+const Case k_split_cases[] = {
+    {37, 70, 700, 1, false, true, 2, 1.0f, 0.5f, ops::Epilogue::bias, false, 3},
+    {33, 9, 1000, 1, true, false, 0, 0.5f, 0.0f, ops::Epilogue::bias_relu, false, 4},
+    {65, 127, 512, 1, false, false, 3, -1.5f, 0.75f, ops::Epilogue::residual, false, 2},
+    {1, 130, 900, 1, false, false, 0, 1.0f, 1.0f, ops::Epilogue::none, false, 16},
+    {100, 132, 600, 1, true, true, 0, 1.0f, 1.0f, ops::Epilogue::none, false, 2},
+};
 const Case k_extra_cases[] = {
     {1, 1, 1, 1, false, false, 0, 1.0f, 0.0f, ops::Epilogue::none},
     {129, 65, 7, 1, false, true, 0, 1.0f, 1.0f, ops::Epilogue::none},
@@ -110,7 +123,8 @@ std::string describe(const ops::MatmulConfig& cfg, DType t, const Case& c) {
          " batch=" + std::to_string(c.batch) + " ta=" + std::to_string(c.trans_a) +
          " tb=" + std::to_string(c.trans_b) + " pad=" + std::to_string(c.pad) +
          " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta) +
-         " epilogue=" + std::to_string(int(c.epilogue));
+         " epilogue=" + std::to_string(int(c.epilogue)) +
+         (c.split_k > 1 ? " split_k=" + std::to_string(c.split_k) : "");
 }
 
 using test::stored;
@@ -125,8 +139,11 @@ std::vector<float> download(Device& dev, const BufferRef& src, size_t n, DType t
 
 // texel: MatmulArgs::texel_views (true: A and B through texel views, false: storage buffers,
 // nullopt: the engine's choice).
+// c.split_k > 1: at most that many k slices (MatmulArgs::split_k) in a poisoned workspace, and
+// the recording must show the split (its reduce kernel).
 void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c, uint32_t seed,
               bool emulate_coopmat = false, std::optional<bool> texel = std::nullopt) {
+  const uint32_t split_k = c.split_k;
   INFO(describe(cfg, t, c) << (emulate_coopmat ? " (emulated fragments)" : "")
                            << (texel ? (*texel ? " (texel views)" : " (storage buffers)") : ""));
   const uint32_t es = dtype_bytes(t);
@@ -196,9 +213,29 @@ void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c,
   args.config = &cfg;
   args.emulate_coopmat = emulate_coopmat;
   args.texel_views = texel;
+  Buffer workspace;
+  ops::SplitK plan;
+  if (split_k != 1) {
+    if (split_k > 1) args.split_k = split_k;
+    plan = ops::matmul_split_k(dev, args, true);
+    if (split_k > 1) REQUIRE(plan.slices > 1);
+  }
+  if (plan.slices > 1) {
+    INFO(plan.slices << " slices of " << plan.slice_k);
+    workspace = dev.allocate(plan.workspace_bytes, "split-k workspace");
+    upload(dev, workspace, std::vector<float>(plan.workspace_bytes / 4, test::k_poison),
+           DType::f32);
+    args.workspace = workspace;
+  }
   Recorder rec(dev);
   ops::matmul(dev, rec, args);
-  rec.finish().run();
+  Sequence seq = rec.finish();
+  const auto& kernels = seq.kernel_names();
+  const bool reduced = std::find_if(kernels.begin(), kernels.end(), [](const std::string& k) {
+                         return k.rfind("matmul_split_reduce", 0) == 0;
+                       }) != kernels.end();
+  CHECK(reduced == (plan.slices > 1));
+  seq.run();
 
   auto got_full = download(dev, bc, c_full.size(), t);
   for (uint32_t i = 0; i < k_guard; ++i) {
@@ -244,6 +281,7 @@ void check_every_row(bool texel) {
     for (DType t : types) {
       uint32_t seed = 1;
       for (const Case& c : k_cases) run_case(dev, cfg, t, c, seed += 10, false, texel);
+      for (const Case& c : k_split_cases) run_case(dev, cfg, t, c, seed += 10, false, texel);
     }
   }
 }
@@ -256,6 +294,7 @@ void run_tensor_core_cases(Device& dev, const ops::MatmulConfig& cfg, uint32_t s
   for (const Case& c : k_extra_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
   for (const Case& c : k_coopmat_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
   for (const Case& c : k_khr_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
+  for (const Case& c : k_split_cases) run_case(dev, cfg, DType::f16, c, seed += 10);
 }
 
 }  // namespace
@@ -437,6 +476,7 @@ VKF_TEST_CASE("matmul: the KHR rows' kernel with emulated fragments matches the 
   cases.insert(cases.end(), std::begin(k_extra_cases), std::end(k_extra_cases));
   cases.insert(cases.end(), std::begin(k_coopmat_cases), std::end(k_coopmat_cases));
   cases.insert(cases.end(), std::begin(k_khr_cases), std::end(k_khr_cases));
+  cases.insert(cases.end(), std::begin(k_split_cases), std::end(k_split_cases));
   check_emulated_coopmat_row("khr_coopmat_64", cases);
   std::vector<Case> large(std::begin(k_khr_cases), std::end(k_khr_cases));
   large.back().k = 264;
@@ -537,6 +577,100 @@ VKF_TEST_CASE("matmul uses the device's row unless forced", "[shaders][matmul]")
   uint32_t seed = 99;
   for (const Case& c : k_extra_cases)
     run_case(dev, ops::choose_matmul_config(dev.info(), c.trans_b), DType::f32, c, seed += 10);
+}
+
+// With a workspace and no split forced, a matmul of one tile and a long k (a small model's weight
+// gradient) is split where the device has more than one compute unit, and still right.
+VKF_TEST_CASE("matmul: split-k is chosen where the device has idle units", "[shaders][matmul]") {
+  Device& dev = test::device();
+  const Case grad{24, 40, 1100, 1, true, false, 0, 1.0f, 1.0f, ops::Epilogue::none, false, 0};
+  for (DType t : {DType::f32, DType::f16}) {
+    if (t == DType::f16 && !dev.info().storage16) continue;
+    const ops::MatmulConfig& row =
+        ops::choose_matmul_config(dev.info(), grad.trans_b, t, grad.m, grad.n);
+    ops::MatmulArgs args;
+    args.m = grad.m, args.n = grad.n, args.k = grad.k, args.trans_a = true, args.dtype = t;
+    args.config = &row;
+    INFO(dev.label() << ": " << dev.info().compute_units << " compute units, row " << row.name);
+    if (dev.info().compute_units >= 2) CHECK(ops::matmul_split_k(dev, args, true).slices >= 2);
+    run_case(dev, row, t, grad, 77);
+  }
+}
+
+// The split's arithmetic on devices this machine does not have.
+TEST_CASE("matmul split-k: slices fill the compute units, within the workspace",
+          "[shaders][matmul]") {
+  DeviceInfo gpu = test::fake_nvidia_info();
+  gpu.compute_units = 132;
+  const ops::MatmulConfig& row = ops::matmul_config("nvidia");  // 128 x 128 tiles
+  ops::MatmulArgs w;  // a base model's attention weight gradient over 4096 tokens
+  w.m = 512, w.n = 512, w.k = 4096, w.trans_a = true, w.beta = 1.0f;
+  // 16 tiles on 132 units: 8 slices of 512.
+  ops::SplitK plan = ops::plan_matmul_split_k(gpu, w, row, UINT64_MAX);
+  CHECK(plan.slices == 8);
+  CHECK(plan.slice_k == 512);
+  CHECK(plan.partial_stride == 512 * 512);
+  CHECK(plan.workspace_bytes == 8ull * 512 * 512 * 4);
+  // As many as the workspace holds: 3 (1408 deep: whole runs of 64 fp32, 256 bytes).
+  plan = ops::plan_matmul_split_k(gpu, w, row, 3ull * 512 * 512 * 4 + 100);
+  CHECK(plan.slices == 3);
+  CHECK(plan.slice_k == 1408);
+  CHECK(ops::plan_matmul_split_k(gpu, w, row, 512 * 512 * 4).slices == 1);
+  CHECK(ops::plan_matmul_split_k(gpu, w, row, 0).slices == 1);
+  // f16: runs of 128 halves; partial products 64 floats (256 bytes) apart.
+  ops::MatmulArgs h = w;
+  h.dtype = DType::f16;
+  h.m = 1, h.n = 500, h.k = 1000;  // a bias gradient: 4 tiles, 1000 / 256 = 3 slices
+  plan = ops::plan_matmul_split_k(gpu, h, row, UINT64_MAX);
+  CHECK(plan.slices == 3);
+  CHECK(plan.slice_k == 384);
+  CHECK(plan.partial_stride == 512);
+  // A one-tile gradient (the tiny preset's 64 x 64): at most 16 slices, none under 256 deep.
+  ops::MatmulArgs tiny = w;
+  tiny.m = tiny.n = 64;
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 16);
+  tiny.k = 1000;
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 3);
+  tiny.k = 500;
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 1);
+  // Tiles enough for half the units or more: no split (fc1's 4096 x 2048 output).
+  ops::MatmulArgs fc1 = w;
+  fc1.m = 4096, fc1.n = 2048, fc1.k = 512;
+  CHECK(ops::plan_matmul_split_k(gpu, fc1, row, UINT64_MAX).slices == 1);
+  fc1.m = 1024, fc1.n = 1024, fc1.k = 8192;  // 64 tiles: 2 slices
+  CHECK(ops::plan_matmul_split_k(gpu, fc1, row, UINT64_MAX).slices == 2);
+  // Where the driver does not say: 16 units assumed.
+  gpu.compute_units = 0;
+  CHECK(ops::plan_matmul_split_k(gpu, w, row, UINT64_MAX).slices == 1);
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 1);
+  tiny.k = 4096;
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 16);
+  gpu.compute_units = 132;
+  // Never automatically at batch > 1, nor on VK_NV_cooperative_matrix rows, nor when asked not to.
+  ops::MatmulArgs batched = w;
+  batched.batch = 2;
+  CHECK(ops::plan_matmul_split_k(gpu, batched, row, UINT64_MAX).slices == 1);
+  CHECK(ops::plan_matmul_split_k(gpu, h, ops::matmul_config("nvidia_coopmat"), UINT64_MAX).slices ==
+        1);
+  ops::MatmulArgs never = w;
+  never.split_k = 1;
+  CHECK(ops::plan_matmul_split_k(gpu, never, row, UINT64_MAX).slices == 1);
+  // Forced: at most the slices asked for; an error where they cannot run.
+  ops::MatmulArgs forced = fc1;
+  forced.split_k = 5;
+  CHECK(ops::plan_matmul_split_k(gpu, forced, row, UINT64_MAX).slices == 5);
+  CHECK_THROWS_WITH(ops::plan_matmul_split_k(gpu, forced, row, 1000),
+                    Catch::Contains("bytes of workspace"));
+  batched.split_k = 2;
+  CHECK_THROWS_WITH(ops::plan_matmul_split_k(gpu, batched, row, UINT64_MAX),
+                    Catch::Contains("batch 1"));
+  h.split_k = 2;
+  CHECK_THROWS_WITH(
+      ops::plan_matmul_split_k(gpu, h, ops::matmul_config("nvidia_coopmat"), UINT64_MAX),
+      Catch::Contains("fp32 partial products"));
+  forced.k = 60;  // one run of 64 floats
+  CHECK_THROWS_WITH(ops::plan_matmul_split_k(gpu, forced, row, UINT64_MAX),
+                    Catch::Contains("too short"));
 }
 
 TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any device",
@@ -762,6 +896,21 @@ VKF_TEST_CASE("matmul checks its arguments", "[shaders][matmul]") {
   args.lda.reset();
   args.m = 8, args.k = 8;
   args.texel_views.reset();
+
+  // A split-k workspace must not overlap the operands, nor be too small for a forced split.
+  args.k = 512;
+  args.a = BufferRef(big).slice(1024, 8 * 512 * 4);
+  args.b = BufferRef(big).slice(1024 + 8 * 512 * 4, 8 * 512 * 4);
+  args.split_k = 2;
+  args.workspace = BufferRef(big).slice(0, 2 * 64 * 4);  // C's range
+  CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("workspace overlaps"));
+  args.workspace = BufferRef(big).slice(60000, 256);
+  CHECK_THROWS_WITH(ops::matmul(dev, rec, args), Catch::Contains("bytes of workspace"));
+  args.workspace = {};
+  args.split_k.reset();
+  args.a = BufferRef(big).slice(1024, 4096);
+  args.b = big;
+  args.k = 8;
 
   // Emulation is for coopmat rows only.
   args.emulate_coopmat = true;
