@@ -47,6 +47,33 @@ Linear linear_of(const DeviceWeights& p, const std::string& prefix, uint32_t in,
           p.param_dtype(prefix + ".weight")};
 }
 
+namespace {
+
+// dW[out, in] += dy^T[out, rows] x[rows, in], without its buffers.
+ops::MatmulArgs weight_gradient_args(uint32_t in, uint32_t out, uint32_t rows, DType dtype) {
+  ops::MatmulArgs gw;
+  gw.trans_a = true;
+  gw.m = out;
+  gw.n = in;
+  gw.k = rows;
+  gw.beta = 1.0f;
+  gw.dtype = dtype;
+  return gw;
+}
+
+// db[1, out] += ones[1, rows] dy[rows, out], without its buffers.
+ops::MatmulArgs bias_gradient_args(uint32_t out, uint32_t rows, DType dtype) {
+  ops::MatmulArgs gb;
+  gb.m = 1;
+  gb.n = out;
+  gb.k = rows;
+  gb.beta = 1.0f;
+  gb.dtype = dtype;
+  return gb;
+}
+
+}  // namespace
+
 void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
                     const BufferRef& y, uint32_t rows, bool relu) {
   ops::MatmulArgs a;
@@ -66,7 +93,7 @@ void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef
 void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
                      const BufferRef& dy, const BufferRef& dx, bool accumulate_dx,
                      const BufferRef& dweight, const BufferRef& dbias, const BufferRef& ones,
-                     uint32_t rows) {
+                     uint32_t rows, const BufferRef& workspace) {
   ops::MatmulArgs gx;  // dx[rows, in] = dy[rows, out] W[out, in]
   gx.a = dy;
   gx.b = l.weight;
@@ -78,28 +105,28 @@ void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRe
   gx.dtype = l.dtype;
   ops::matmul(dev, rec, gx);
 
-  ops::MatmulArgs gw;  // dW[out, in] += dy^T[out, rows] x[rows, in]
+  // The gradients' k is the rows: long, while C (out x in, or 1 x out) may have too few tiles to
+  // fill the device. Split-k spreads them (one workspace: the recorder orders its reuse).
+  ops::MatmulArgs gw = weight_gradient_args(l.in, l.out, rows, l.dtype);
   gw.a = dy;
-  gw.trans_a = true;
   gw.b = x;
   gw.c = dweight;
-  gw.m = l.out;
-  gw.n = l.in;
-  gw.k = rows;
-  gw.beta = 1.0f;
-  gw.dtype = l.dtype;
+  gw.workspace = workspace;
   ops::matmul(dev, rec, gw);
 
-  ops::MatmulArgs gb;  // db[1, out] += ones[1, rows] dy[rows, out]
+  ops::MatmulArgs gb = bias_gradient_args(l.out, rows, l.dtype);
   gb.a = ones;
   gb.b = dy;
   gb.c = dbias;
-  gb.m = 1;
-  gb.n = l.out;
-  gb.k = rows;
-  gb.beta = 1.0f;
-  gb.dtype = l.dtype;
+  gb.workspace = workspace;
   ops::matmul(dev, rec, gb);
+}
+
+uint64_t linear_backward_workspace_bytes(const Device& dev, uint32_t in, uint32_t out,
+                                         uint32_t rows, DType dtype) {
+  return std::max(
+      ops::matmul_split_k(dev, weight_gradient_args(in, out, rows, dtype), true).workspace_bytes,
+      ops::matmul_split_k(dev, bias_gradient_args(out, rows, dtype), true).workspace_bytes);
 }
 
 ops::AttentionLayout heads_layout(uint32_t len, uint32_t heads, uint32_t dh) {

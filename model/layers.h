@@ -54,10 +54,16 @@ void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef
                     const BufferRef& y, uint32_t rows, bool relu = false);
 // Given dy [rows, out]: dx (= or +=) dy W; dW += dy^T x; db += ones^T dy; all in l.dtype (in
 // fp16 the weight gradients are fp16 too: DeviceParams drains them into fp32).
+// `workspace`: where the weight and bias gradients' matmuls may split k (MatmulArgs::workspace;
+// an invalid ref: they do not).
 void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
                      const BufferRef& dy, const BufferRef& dx, bool accumulate_dx,
                      const BufferRef& dweight, const BufferRef& dbias, const BufferRef& ones,
-                     uint32_t rows);
+                     uint32_t rows, const BufferRef& workspace = {});
+// The split-k workspace linear_backward's gradient matmuls would use for a layer of `in` ->
+// `out` features over `rows` rows (ops::matmul_split_k): 0 where neither splits.
+uint64_t linear_backward_workspace_bytes(const Device& dev, uint32_t in, uint32_t out,
+                                         uint32_t rows, DType dtype);
 
 // A [batch, len, heads * dh] projection output seen as [batch, heads, len, dh].
 ops::AttentionLayout heads_layout(uint32_t len, uint32_t heads, uint32_t dh);

@@ -226,6 +226,14 @@ Backward TrainGraph::backward_context(Recorder& rec, LayerGrads& grads) {
   ctx.delta = b.write("grad.delta", uint64_t{B} * H * std::max(shape_.src_len, shape_.tgt_len));
   ctx.ln_scratch =
       b.write("grad.ln_scratch", ops::layer_norm_backward_scratch_bytes(Nmax, d) / 4 + 1);
+  // The gradient matmuls' split-k workspace: as much as the layer that wants most would use.
+  const uint32_t ff = uint32_t(c.d_ff), vocab = uint32_t(c.vocab_size);
+  uint64_t split_bytes = 0;
+  for (auto [in, out] : {std::pair{d, H * dk}, std::pair{d, H * dv}, std::pair{H * dv, d},
+                         std::pair{d, ff}, std::pair{ff, d}, std::pair{d, vocab}})
+    split_bytes =
+        std::max(split_bytes, linear_backward_workspace_bytes(dev_, in, out, Nmax, ctx.dtype));
+  if (split_bytes > 0) ctx.split_k = b.write("grad.split_k", split_bytes / 4);
   return ctx;
 }
 

@@ -12,7 +12,7 @@ Linear ParamSource::linear(const std::string& prefix, uint32_t in, uint32_t out)
 void linear_backward(const Backward& b, const Linear& l, const BufferRef& x, const BufferRef& dy,
                      const BufferRef& dx, bool accumulate_dx, uint32_t rows) {
   linear_backward(b.dev, b.rec, l, x, dy, dx, accumulate_dx, l.dweight, l.dbias,
-                  b.part(b.ones, rows), rows);
+                  b.part(b.ones, rows), rows, b.split_k);
 }
 
 }  // namespace vkf::model

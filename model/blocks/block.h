@@ -39,6 +39,7 @@ struct Backward {
   BufferRef d_ff;                // feed-forward: gradient of the hidden activation
   BufferRef delta;               // attention backward workspace, [batch, heads, len_q]
   BufferRef ln_scratch;          // layer norm backward workspace
+  BufferRef split_k;             // the gradient matmuls' split-k workspace (MatmulArgs::workspace)
   // Storage of the activation gradients (and `ones`): f16 in mixed-precision training, where the
   // weight gradients the matmuls accumulate are fp16 too (DeviceParams::grad).
   DType dtype = DType::f32;

@@ -46,6 +46,7 @@ void OutputProjection::backward(const Backward& b, const Saved& s, const BufferR
   gw.k = s.rows;
   gw.beta = 1.0f;
   gw.dtype = b.dtype;
+  gw.workspace = b.split_k;
   ops::matmul(b.dev, b.rec, gw);
 }
 

@@ -138,6 +138,56 @@ VKF_TEST_CASE("the model's gradients match finite differences of the reference",
   CHECK(checked == 3 * int(params.layout().params().size()));
 }
 
+// The weight and bias gradients' matmuls split k where the device has idle compute units
+// (ops::matmul_split_k; 640 rows on a 1-tile 32 x 32 weight): the gradients are those of a device
+// told never to split, up to the order of fp32 sums.
+VKF_TEST_CASE("split-k gradient matmuls give the gradients of unsplit ones",
+              "[model][transformer][split]") {
+  Device& dev = test::device();
+  DeviceOptions unsplit;
+  unsplit.ops.matmul_split_k = false;
+  auto plain = test::new_device(unsplit);
+  ModelConfig c = small_config();
+  const BucketShape shape{16, 40, 40};
+  std::vector<int> src_lens(shape.batch), tgt_lens(shape.batch);
+  for (uint32_t r = 0; r < shape.batch; ++r) {
+    src_lens[r] = 40 - int(r % 7);
+    tgt_lens[r] = 40 - int(r % 5);
+  }
+  const BatchTokens batch = make_batch(c, shape, src_lens, tgt_lens, 31);
+  auto gradients = [&](Device& d, bool* split) {
+    DeviceParams params(d, c);
+    params.upload(init_parameters(params.layout(), c, 7));
+    Buffer scalars = make_scalars(d, 1, 1.0f);
+    TrainGraph graph(d, params, shape, scalars,
+                     {.backward = true, .dropout = false, .profile = true});
+    graph.set_batch(batch);
+    graph.run();
+    *split = false;
+    for (const KernelTiming& t : graph.timings())
+      if (t.name.rfind("matmul_split_reduce", 0) == 0) *split = true;
+    return params.download_grads();
+  };
+  bool split = false, plain_split = true;
+  const std::vector<float> got = gradients(dev, &split);
+  const std::vector<float> want = gradients(*plain, &plain_split);
+  CHECK_FALSE(plain_split);
+  if (dev.info().compute_units >= 2)
+    CHECK(split);
+  else
+    WARN(dev.label() << " has one compute unit: nothing splits there");
+  REQUIRE(got.size() == want.size());
+  double scale = 0.0;
+  for (float w : want) scale = std::max(scale, double(std::fabs(w)));
+  REQUIRE(scale > 0.0);
+  size_t worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::fabs(got[i] - want[i]) > std::fabs(got[worst] - want[worst])) worst = i;
+  INFO("worst element " << worst << ": split " << got[worst] << ", unsplit " << want[worst]
+                        << ", largest gradient " << scale);
+  CHECK(std::fabs(got[worst] - want[worst]) <= 1e-5 * scale);
+}
+
 VKF_TEST_CASE("training on a copy task drives the loss to near zero",
               "[model][transformer][train]") {
   Device& dev = test::device();
