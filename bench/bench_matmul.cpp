@@ -38,12 +38,15 @@
 //                                                 no fragment loads either: the products alone
 //
 // Rows: openblas_sgemm, vkf_matmul_f32 and vkf_matmul_f16 (fp16 storage, fp32 arithmetic), with
-// arguments m/n/k/form. Counters: GFLOP/s (2 m n k per call); on the vkf rows ratio_openblas =
-// vkf GFLOP/s / OpenBLAS GFLOP/s at the same shape (f32 rows; OpenBLAS is benchmarked first),
-// torch_GFLOP/s and ratio_torch = vkf GFLOP/s / PyTorch GFLOP/s at the same shape, form and
-// dtype (PyTorch runs once, before the first vkf row, for every vkf row the filter selects; the
-// label names what it ran on), and ratio_peak = vkf GFLOP/s / the device's measured fp32 FMA
-// rate (peak_GFLOP/s, bench/bench_peak.h).
+// arguments m/n/k/form. At A^T B (the weight gradient's form), the vkf rows get a split-k
+// workspace as in training (the label says split_k=<slices> where the engine split), and
+// vkf_matmul_<dtype>_nosplit runs without one (f16: ratio_f16 = its GFLOP/s over the split
+// row's; VKF_MATMUL_SPLIT_K=0 turns the split off everywhere). Counters: GFLOP/s (2 m n k per
+// call); on the vkf rows ratio_openblas = vkf GFLOP/s / OpenBLAS GFLOP/s at the same shape (f32
+// rows; OpenBLAS is benchmarked first), torch_GFLOP/s and ratio_torch = vkf GFLOP/s / PyTorch
+// GFLOP/s at the same shape, form and dtype (PyTorch runs once, before the first vkf row, for every
+// vkf row the filter selects; the label names what it ran on), and ratio_peak = vkf GFLOP/s / the
+// device's measured fp32 FMA rate (peak_GFLOP/s, bench/bench_peak.h).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -352,8 +355,10 @@ const TorchFigures& torch_figures() {
 // weight gradient; A^T is not split into row blocks, so it must fit one binding).
 // row: a tuning-table row forced for this benchmark (VKF_BENCH_COOPMAT), else forced_config().
 // diagnostic: MatmulArgs::khr_diagnostic (VKF_BENCH_KHR_DIAG).
+// The weight gradient's form gets a split-k workspace, as the model gives it (MatmulArgs::
+// workspace), unless `split` is false (the _nosplit rows, for the ratio).
 void bm_vkf(benchmark::State& state, vkf::DType dtype, const vkf::ops::MatmulConfig* row = nullptr,
-            uint32_t diagnostic = 0) {
+            uint32_t diagnostic = 0, bool split = true) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const int64_t form = state.range(3);
   const bool trans_a = form == 2, trans_b = form == 1;
@@ -369,6 +374,7 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype, const vkf::ops::MatmulCon
   const int64_t esize = vkf::dtype_bytes(dtype);
   std::vector<vkf::Buffer> buffers;  // B, then A and C of each row block; as long as seq lives
   std::optional<vkf::Sequence> seq;
+  uint32_t slices = 1;  // split-k's
   try {
     // C (and A) are split into row blocks that each fit one storage-buffer binding
     // (maxStorageBufferRange is 128 MiB on lavapipe: the vocabulary projection's C is 578 MiB).
@@ -414,6 +420,13 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype, const vkf::ops::MatmulCon
       args.dtype = dtype;
       args.config = row ? row : forced_config();
       args.khr_diagnostic = diagnostic;
+      if (trans_a && !split) args.split_k = 1;
+      if (const vkf::ops::SplitK plan = vkf::ops::matmul_split_k(dev, args, true);
+          trans_a && plan.slices > 1) {
+        buffers.push_back(dev.allocate(plan.workspace_bytes, "split-k workspace"));
+        args.workspace = buffers.back();
+        slices = plan.slices;
+      }
       blocks.push_back(args);
     }
     vkf::Recorder rec(dev, vkf::bench::timed_recorder(dev));
@@ -443,6 +456,7 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype, const vkf::ops::MatmulCon
   std::string label = dev.info().name + " config=" + config.name +
                       " dispatches=" + std::to_string(seq->dispatch_count());
   if (!trans_a && row_block() > 0) label += " row_block=" + std::to_string(row_block());
+  if (slices > 1) label += " split_k=" + std::to_string(slices);
   if (!forced && dev.tuning()) label += " tuned=" + config.describe();
   if (seconds <= 0) {
     state.SetLabel(label);
@@ -453,8 +467,10 @@ void bm_vkf(benchmark::State& state, vkf::DType dtype, const vkf::ops::MatmulCon
   if (dtype == vkf::DType::f32 && it != shared().openblas_gflops.end())
     state.counters["ratio_openblas"] = gflops / it->second;
   if (diagnostic) label += " diagnostic=" + std::to_string(diagnostic) + " (results wrong)";
-  if (dtype == vkf::DType::f16 && row == nullptr) shared().f16_gflops[{m, n, k, form}] = gflops;
-  if (auto f = shared().f16_gflops.find({m, n, k, form}); row && f != shared().f16_gflops.end())
+  if (dtype == vkf::DType::f16 && row == nullptr && split)
+    shared().f16_gflops[{m, n, k, form}] = gflops;
+  if (auto f = shared().f16_gflops.find({m, n, k, form});
+      (row || !split) && f != shared().f16_gflops.end())
     state.counters["ratio_f16"] = gflops / f->second;
   const Case c{m, n, k, form, dtype};
   if (auto t = torch.gflops.find(c); t != torch.gflops.end()) {
@@ -543,6 +559,9 @@ void register_all() {
         continue;
       const std::string name = std::string("vkf_matmul_") + vkf::dtype_name(dtype);
       add_vkf_row(name, s, big, dtype, [dtype](benchmark::State& st) { bm_vkf(st, dtype); });
+      if (shape.form == vkf::bench::MatmulForm::atb)
+        add_vkf_row(name + "_nosplit", s, big, dtype,
+                    [dtype](benchmark::State& st) { bm_vkf(st, dtype, nullptr, 0, false); });
       if (dtype != vkf::DType::f16) continue;
       for (const vkf::ops::MatmulConfig* row : coopmats) {
         std::vector<uint32_t> variants = {0};

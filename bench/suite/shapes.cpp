@@ -22,6 +22,7 @@ constexpr MatmulShape k_matmul[] = {
     {25000, 37000, 512, F::abt, "vocabulary projection, 25000 tokens", L},
     {4096, 512, 2048, F::ab, "FFN fc1 backward dx, 4096 tokens", S},
     {2048, 512, 4096, F::atb, "FFN fc1 backward dW, 4096 tokens", S},
+    {512, 512, 4096, F::atb, "attention projection backward dW, 4096 tokens", S},
 };
 
 constexpr AttentionShape k_attention[] = {
