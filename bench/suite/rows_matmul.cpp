@@ -70,6 +70,9 @@ void matmul_row(Context& cx, Row& row, const MatmulShape& s, DType dtype,
     blocks.push_back(std::move(blk));
   }
   Recorder rec(dev, timed_recorder(dev));
+  // The weight gradient's form gets a split-k workspace, as training gives it.
+  Buffer workspace;
+  uint32_t slices = 1;
   for (const Block& blk : blocks) {
     ops::MatmulArgs args;
     args.a = blk.a;
@@ -80,6 +83,11 @@ void matmul_row(Context& cx, Row& row, const MatmulShape& s, DType dtype,
     args.trans_b = trans_b;
     args.dtype = dtype;
     args.config = forced;
+    if (const ops::SplitK plan = ops::matmul_split_k(dev, args, true); trans_a && plan.slices > 1) {
+      workspace = dev.allocate(plan.workspace_bytes, "split-k workspace");
+      args.workspace = workspace;
+      slices = plan.slices;
+    }
     ops::matmul(dev, rec, args);
   }
   if (cx.sabotage(row.id)) rec.fill(blocks[0].c.ref().slice(0, 4), k_wrong_bits);
@@ -109,9 +117,10 @@ void matmul_row(Context& cx, Row& row, const MatmulShape& s, DType dtype,
   const ops::MatmulChoice choice =
       forced ? ops::MatmulChoice{*forced, ops::MatmulSource::forced, "forced by the row"}
              : ops::choose_matmul(dev, ops::MatmulProblem{dtype, trans_a, trans_b, s.m, s.n, s.k});
-  set_check(
-      row, {cmp},
-      "kernel " + choice.config.name + " (" + choice.why + "), 8 sampled rows of the timed output");
+  set_check(row, {cmp},
+            "kernel " + choice.config.name + " (" + choice.why + ")" +
+                (slices > 1 ? ", k split in " + std::to_string(slices) : std::string()) +
+                ", 8 sampled rows of the timed output");
   const double flops = 2.0 * double(m) * double(n) * double(k);
   const Basis basis = forced && forced->coopmat ? Basis::fp16_fma : Basis::fp32_fma;
   set_timing(row, cx, time_runs(seq, cx.repeats(first)), flops, "GFLOP/s", basis);
