@@ -90,7 +90,8 @@ MatmulChoice choose_matmul(const Device& dev, const MatmulArgs& args);
 // workspace had room for any (what a caller sizes its workspace by). Automatic where
 // args.split_k is nullopt and DeviceOptions::ops.matmul_split_k is not false: where C's tiles
 // number at most half the compute units (DeviceInfo::compute_units; 16 where the driver does not
-// say), as many slices as give every unit a workgroup, each at least 256 deep in k, at most 16.
+// say), as many slices as give every unit a workgroup, each at least 256 deep in k, at most 16;
+// none for less than 16 Mi flops (2 m n k), where the reduce's dispatch costs more.
 SplitK matmul_split_k(const Device& dev, const MatmulArgs& args, bool unbounded_workspace = false);
 // The same for a device's limits, a configuration and `room` bytes of workspace (the tests ask it
 // of devices they do not have). Throws where a forced split cannot run.

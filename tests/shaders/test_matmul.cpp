@@ -583,7 +583,7 @@ VKF_TEST_CASE("matmul uses the device's row unless forced", "[shaders][matmul]")
 // gradient) is split where the device has more than one compute unit, and still right.
 VKF_TEST_CASE("matmul: split-k is chosen where the device has idle units", "[shaders][matmul]") {
   Device& dev = test::device();
-  const Case grad{24, 40, 1100, 1, true, false, 0, 1.0f, 1.0f, ops::Epilogue::none, false, 0};
+  const Case grad{32, 64, 4500, 1, true, false, 0, 1.0f, 1.0f, ops::Epilogue::none, false, 0};
   for (DType t : {DType::f32, DType::f16}) {
     if (t == DType::f16 && !dev.info().storage16) continue;
     const ops::MatmulConfig& row =
@@ -620,17 +620,20 @@ TEST_CASE("matmul split-k: slices fill the compute units, within the workspace",
   // f16: runs of 128 halves; partial products 64 floats (256 bytes) apart.
   ops::MatmulArgs h = w;
   h.dtype = DType::f16;
-  h.m = 1, h.n = 500, h.k = 1000;  // a bias gradient: 4 tiles, 1000 / 256 = 3 slices
+  h.m = 1, h.n = 2000, h.k = 5000;  // a bias gradient: 16 tiles, 8 slices (the last 520 deep)
   plan = ops::plan_matmul_split_k(gpu, h, row, UINT64_MAX);
-  CHECK(plan.slices == 3);
-  CHECK(plan.slice_k == 384);
-  CHECK(plan.partial_stride == 512);
-  // A one-tile gradient (the tiny preset's 64 x 64): at most 16 slices, none under 256 deep.
+  CHECK(plan.slices == 8);
+  CHECK(plan.slice_k == 640);
+  CHECK(plan.partial_stride == 2048);
+  // A one-tile gradient (the tiny preset's 64 x 64): at most 16 slices, none under 256 deep
+  // (2100 / 256 = 8, 7 once rounded to runs of 64), and none under 16 Mi flops (2 m n k).
   ops::MatmulArgs tiny = w;
   tiny.m = tiny.n = 64;
   CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 16);
-  tiny.k = 1000;
-  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 3);
+  tiny.k = 2100;
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 7);
+  tiny.k = 2000;  // 16.4 million flops
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 1);
   tiny.k = 500;
   CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 1);
   // Tiles enough for half the units or more: no split (fc1's 4096 x 2048 output).
