@@ -417,7 +417,10 @@ void record_split(Device& dev, Recorder& rec, const MatmulArgs& args, const Matm
   s.stride_b = args.trans_b ? plan.slice_k : plan.slice_k * push.ldb;
   s.stride_c = uint32_t(plan.partial_stride);
   if (full > 0) {
+    // Only the full slices' partials: the last slice's dispatch writes past them, so the
+    // recorder puts no barrier between the two and they may run side by side.
     s.batch = full;
+    s.c = ws.slice(0, full * plan.partial_stride * 4);
     record(dev, rec, s, cfg, check_operands(s), true);
   }
   if (rest > 0) {
