@@ -239,61 +239,39 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
   bool has_sg_control = has_extension(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
   bool has_maint4 = has_extension(exts, VK_KHR_MAINTENANCE_4_EXTENSION_NAME);
   void** tail = &maint3.pNext;
-  if (has_sg_control) {
-    *tail = &sg_control;
-    tail = &sg_control.pNext;
-  }
-  if (has_maint4) {
-    *tail = &maint4;
-    tail = &maint4.pNext;
-  }
+  // Appends a properties struct to the chain vkGetPhysicalDeviceProperties2 fills.
+  auto chain = [&tail](auto& props) {
+    *tail = &props;
+    tail = &props.pNext;
+  };
+  if (has_sg_control) chain(sg_control);
+  if (has_maint4) chain(maint4);
   VkPhysicalDeviceExternalMemoryHostPropertiesEXT host_import{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
-  if (info.external_memory_host) {
-    *tail = &host_import;
-    tail = &host_import.pNext;
-  }
+  if (info.external_memory_host) chain(host_import);
   VkPhysicalDeviceCooperativeMatrixPropertiesNV coop_props{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
-  if (info.nv_coopmat) {
-    *tail = &coop_props;
-    tail = &coop_props.pNext;
-  }
+  if (info.nv_coopmat) chain(coop_props);
   VkPhysicalDeviceCooperativeMatrixPropertiesKHR khr_props{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
-  if (info.khr_coopmat) {
-    *tail = &khr_props;
-    tail = &khr_props.pNext;
-  }
+  if (info.khr_coopmat) chain(khr_props);
   VkPhysicalDeviceCooperativeMatrix2PropertiesNV nv2_props{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
-  if (info.nv_coopmat2.listed) {
-    *tail = &nv2_props;
-    tail = &nv2_props.pNext;
-  }
+  if (info.nv_coopmat2.listed) chain(nv2_props);
   // The device's compute units (split-k's target, DeviceInfo::compute_units), where the vendor
   // has an extension that says.
   VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv_sm{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
   const bool has_nv_sm = has_extension(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
-  if (has_nv_sm) {
-    *tail = &nv_sm;
-    tail = &nv_sm.pNext;
-  }
+  if (has_nv_sm) chain(nv_sm);
   VkPhysicalDeviceShaderCorePropertiesAMD amd_cores{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
   const bool has_amd_cores = has_extension(exts, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
-  if (has_amd_cores) {
-    *tail = &amd_cores;
-    tail = &amd_cores.pNext;
-  }
+  if (has_amd_cores) chain(amd_cores);
   VkPhysicalDeviceShaderCoreProperties2AMD amd_cores2{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD};
   const bool has_amd_cores2 = has_extension(exts, VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME);
-  if (has_amd_cores2) {
-    *tail = &amd_cores2;
-    tail = &amd_cores2.pNext;
-  }
+  if (has_amd_cores2) chain(amd_cores2);
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &driver;
   vkGetPhysicalDeviceProperties2(physical, &props2);

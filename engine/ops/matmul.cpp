@@ -409,7 +409,6 @@ void record_split(Device& dev, Recorder& rec, const MatmulArgs& args, const Matm
   s.lda = push.lda;
   s.ldb = push.ldb;
   s.ldc = args.n;
-  s.c = ws;
   s.workspace = {};
   s.split_k = 1;
   s.k = plan.slice_k;
