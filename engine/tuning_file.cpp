@@ -40,6 +40,7 @@ json config_json(const ops::MatmulConfig& c) {
             {"stages", c.stages},   {"texel", nullptr}};
   if (c.texel) j["texel"] = *c.texel;
   if (c.nv2) j["nv2"] = true;  // absent in files from before the coopmat2 kernel, and for others
+  if (c.split_k) j["split_k"] = *c.split_k;  // absent where the split was not tuned
   return j;
 }
 
@@ -68,6 +69,12 @@ ops::MatmulConfig config_of(const json& j) {
   if (c.stages < 1 || c.stages > 2 || (c.stages == 2 && !c.khr))
     throw Error("configuration '" + c.name + "' has " + std::to_string(c.stages) +
                 " stages (1, or 2 on a KHR row)");
+  if (j.contains("split_k")) {
+    c.split_k = j.at("split_k").get<uint32_t>();
+    if (*c.split_k < 1 || *c.split_k > ops::k_matmul_max_split_k)
+      throw Error("configuration '" + c.name + "' splits k into " + std::to_string(*c.split_k) +
+                  " slices (1 to " + std::to_string(ops::k_matmul_max_split_k) + ")");
+  }
   return c;
 }
 
@@ -277,15 +284,16 @@ std::string tuning_file_path(const std::string& dir, const DeviceInfo& info) {
 void write_tuning_file(const std::string& path, const TuningFile& f) {
   json entries = json::array(), attention = json::array(), layer_norm = json::array(),
        cross_entropy = json::array(), topk = json::array(), adam = json::array();
-  for (const TunedMatmul& t : f.matmul)
-    entries.push_back(entry_json(t,
-                                 {{"dtype", dtype_name(t.shape.dtype)},
-                                  {"trans_a", t.shape.trans_a},
-                                  {"trans_b", t.shape.trans_b},
-                                  {"m", t.shape.m},
-                                  {"n", t.shape.n},
-                                  {"k", t.shape.k}},
-                                 config_json(t.config)));
+  for (const TunedMatmul& t : f.matmul) {
+    json shape = {{"dtype", dtype_name(t.shape.dtype)},
+                  {"trans_a", t.shape.trans_a},
+                  {"trans_b", t.shape.trans_b},
+                  {"m", t.shape.m},
+                  {"n", t.shape.n},
+                  {"k", t.shape.k}};
+    if (t.shape.workspace) shape["workspace"] = true;  // absent in files from before split-k
+    entries.push_back(entry_json(t, std::move(shape), config_json(t.config)));
+  }
   for (const TunedAttention& t : f.attention)
     attention.push_back(entry_json(t,
                                    {{"dtype", dtype_name(t.shape.dtype)},
@@ -377,7 +385,8 @@ TuningFile read_tuning_file(const std::string& path) {
                  s.at("trans_b").get<bool>(),
                  s.at("m").get<uint32_t>(),
                  s.at("n").get<uint32_t>(),
-                 s.at("k").get<uint32_t>()};
+                 s.at("k").get<uint32_t>(),
+                 s.value("workspace", false)};
       read_evidence(e, t, ops::matmul_shape_class(t.shape));
       t.config = config_of(e.at("config"));
       f.matmul.push_back(std::move(t));

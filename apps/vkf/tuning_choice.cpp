@@ -50,7 +50,8 @@ tune::TuneShapes model_tune_shapes(const model::ModelConfig& c, const ModelWork&
     out.matmul.push_back({work.dtype, false, true, tokens, o, in});  // y = x W^T
     if (!work.training) continue;
     out.matmul.push_back({work.dtype, false, false, tokens, in, o});  // dx = dy W
-    out.matmul.push_back({work.dtype, true, false, o, in, tokens});   // dW += dy^T x
+    // dW += dy^T x, with the split-k workspace training gives it (model/layers.cpp)
+    out.matmul.push_back({work.dtype, true, false, o, in, tokens, true});
   }
   // The encoder's self-attention and the cross-attention (full) and, training, the decoder's
   // (causal) over sentences of `len` tokens.
@@ -86,8 +87,10 @@ tune::TuneShapes bench_tune_shapes(bench::Suite suite) {
   tune::TuneShapes out;
   for (const bench::MatmulShape& s : bench::matmul_shapes())
     if (s.suite <= suite && double(s.m) * s.n * s.k <= 4294967296.0)
+      // A^T B with a split-k workspace, as `vkf bench` and training run it.
       out.matmul.push_back({DType::f32, s.form == bench::MatmulForm::atb,
-                            s.form == bench::MatmulForm::abt, s.m, s.n, s.k});
+                            s.form == bench::MatmulForm::abt, s.m, s.n, s.k,
+                            s.form == bench::MatmulForm::atb});
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 #include <sstream>
+#include <vector>
 
 #include "bench/tune/check_io.h"
 #include "engine/error.h"
@@ -24,6 +25,7 @@ struct Shape {
   uint32_t m, n, k, batch;
   float beta;
   ops::Epilogue epilogue;
+  uint32_t split_k = 0;  // > 1: split into that many slices, through a workspace
 };
 
 std::string check_shape(Device& dev, const ops::MatmulConfig& cfg, const ops::MatmulProblem& p,
@@ -64,6 +66,13 @@ std::string check_shape(Device& dev, const ops::MatmulConfig& cfg, const ops::Ma
   args.epilogue = s.epilogue;
   args.dtype = t;
   args.config = &cfg;
+  Buffer workspace;
+  if (s.split_k > 1) {
+    args.split_k = s.split_k;
+    workspace =
+        dev.allocate(ops::matmul_split_k(dev, args, true).workspace_bytes, "tuner check workspace");
+    args.workspace = workspace;
+  }
   try {
     Recorder rec(dev);
     ops::matmul(dev, rec, args);
@@ -103,10 +112,21 @@ std::string check_shape(Device& dev, const ops::MatmulConfig& cfg, const ops::Ma
 std::string check_matmul(Device& dev, const ops::MatmulConfig& candidate,
                          const ops::MatmulProblem& p, const Sabotage& sabotage) {
   const bool wrong = sabotage && sabotage(candidate.describe());
-  const Shape shapes[] = {{37, 45, 29, 2, 0.0f, ops::Epilogue::none},
-                          {36, 68, 44, 1, 0.5f, ops::Epilogue::bias}};
-  for (const Shape& s : shapes)
-    if (std::string why = check_shape(dev, candidate, p, s, wrong); !why.empty()) return why;
+  std::vector<Shape> shapes{{37, 45, 29, 2, 0.0f, ops::Epilogue::none},
+                            {36, 68, 44, 1, 0.5f, ops::Epilogue::bias}};
+  // Where the problem has a split-k workspace and the candidate may split, its split too:
+  // three slices of whole 256-byte runs, the last shorter, with beta and the epilogue (the
+  // reduce's). matmul_split_k may throw on it: the check then says the op refused it.
+  if (p.workspace && candidate.split_k.value_or(2) > 1 && ops::matmul_kernel_splits(candidate)) {
+    const uint32_t granule = 256 / dtype_bytes(p.dtype);
+    shapes.push_back({37, 45, 5 * granule + 29, 1, 0.5f, ops::Epilogue::bias, 3});
+  }
+  try {
+    for (const Shape& s : shapes)
+      if (std::string why = check_shape(dev, candidate, p, s, wrong); !why.empty()) return why;
+  } catch (const Error& e) {
+    return std::string("the op refused it: ") + e.what();
+  }
   return "";
 }
 

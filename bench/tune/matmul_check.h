@@ -3,7 +3,9 @@
 // storage type and transposes against the double-precision reference (tests/reference), so
 // that a fast wrong kernel never wins. Two shapes: odd sizes (partial tiles, scalar reads, k
 // tails) with a batch of two, and 4-aligned ones (the vector and texel reads) with beta and a
-// bias epilogue. C starts poisoned where beta is 0.
+// bias epilogue; where the problem has a split-k workspace (MatmulProblem::workspace) and the
+// candidate may split, a third whose k is cut into three slices. C starts poisoned where beta
+// is 0.
 #include <functional>
 #include <string>
 

@@ -32,8 +32,9 @@ struct TunerOptions {
   // A candidate is timed to the end only while its first run is within this factor of the
   // best so far.
   double prune_factor = 1.5;
-  // At most this many candidates a shape, the default included (0: as many as the budget
-  // allows). The tests keep the search short with it.
+  // At most this many candidates a search, the default included (0: as many as the budget
+  // allows): a matmul with a split-k workspace has two, its kernels' and then its split's. The
+  // tests keep the search short with it.
   size_t max_candidates = 0;
   // A winner other than the default is timed again this many times, alternating with the
   // default, and kept only when its median is faster than the default's by min_gain or more
@@ -44,7 +45,10 @@ struct TunerOptions {
 };
 
 // One shape's search. The default (the static table's row: what an untuned run gets) is timed
-// and checked first; the winner is the default unless a checked candidate is faster. A default
+// and checked first; the winner is the default unless a checked candidate is faster. A shape
+// with a split-k workspace (MatmulProblem::workspace) is timed as it runs, split where the
+// engine's rule splits it, and its winner's split is then searched in the last quarter of its
+// time: the rule first, then unsplit and 2, 4, 8 and 16 slices (MatmulConfig::split_k). A default
 // that fails the check is reported among the rejected and the first correct candidate replaces
 // it; with none correct, the entry keeps the default (the run behaves as untuned).
 // `step` hears of each candidate before it is timed: its index, the count, the best so far.

@@ -323,7 +323,6 @@ constexpr uint32_t k_default_compute_units = 16;
 // A slice is at least this deep: shorter ones spend more on their partial products' traffic
 // than the extra workgroups gain.
 constexpr uint32_t k_min_slice_k = 256;
-constexpr uint32_t k_max_slices = 16;
 // Nor is a matmul of less work than this (2 m n k) split: the reduce is a second dispatch, which
 // costs more than spreading the work gains (on lavapipe, 2 threads: a 24 x 40 x 4096 A^T B ran
 // 5-10% slower split in two, a 32 x 64 x 8192 one 1.3-1.7x faster).
@@ -333,12 +332,15 @@ constexpr double k_min_split_flops = 16.0 * 1024 * 1024;
 // (offsets into A, B and the workspace) are aligned on every device.
 constexpr uint32_t k_split_align_bytes = 256;
 
-// Whether the configuration's kernel can store fp32 partial products (C_F32).
 bool can_split(const MatmulArgs& args, const MatmulConfig& cfg) {
-  return args.batch == 1 && (!cfg.coopmat || cfg.khr || cfg.nv2) && args.khr_diagnostic == 0;
+  return args.batch == 1 && matmul_kernel_splits(cfg) && args.khr_diagnostic == 0;
 }
 
 }  // namespace
+
+bool matmul_kernel_splits(const MatmulConfig& cfg) {
+  return !cfg.coopmat || cfg.khr || cfg.nv2;
+}
 
 SplitK plan_matmul_split_k(const DeviceInfo& info, const MatmulArgs& args, const MatmulConfig& cfg,
                            uint64_t room) {
@@ -353,11 +355,16 @@ SplitK plan_matmul_split_k(const DeviceInfo& info, const MatmulArgs& args, const
   const uint64_t partial_stride = (uint64_t(args.m) * args.n + k_split_align_bytes / 4 - 1) /
                                   (k_split_align_bytes / 4) * (k_split_align_bytes / 4);
   uint32_t wanted = forced;
-  if (wanted == 0) {
+  if (wanted == 0 && cfg.split_k) {
+    // Tuned: the slices the tuner timed, as many as the workspace holds.
+    wanted = uint32_t(
+        std::min<uint64_t>({*cfg.split_k, k_matmul_max_split_k, room / (partial_stride * 4)}));
+  } else if (wanted == 0) {
     if (2.0 * args.m * args.n * args.k < k_min_split_flops) return {};
     const uint32_t units = info.compute_units ? info.compute_units : k_default_compute_units;
     const uint64_t tiles = uint64_t(ceil_div(args.m, cfg.bm)) * ceil_div(args.n, cfg.bn);
-    wanted = uint32_t(std::min<uint64_t>({units / tiles, args.k / k_min_slice_k, k_max_slices}));
+    wanted =
+        uint32_t(std::min<uint64_t>({units / tiles, args.k / k_min_slice_k, k_matmul_max_split_k}));
     wanted = uint32_t(std::min<uint64_t>(wanted, room / (partial_stride * 4)));
   }
   if (wanted < 2) return {};

@@ -87,8 +87,9 @@ void matmul(Device& dev, Recorder& rec, const MatmulArgs& args);
 MatmulProblem matmul_problem(const MatmulArgs& args);
 MatmulChoice choose_matmul(const Device& dev, const MatmulArgs& args);
 // The split the matmul runs with: within args.workspace, or with `unbounded_workspace` as if the
-// workspace had room for any (what a caller sizes its workspace by). Automatic where
-// args.split_k is nullopt and DeviceOptions::ops.matmul_split_k is not false: where C's tiles
+// workspace had room for any (what a caller sizes its workspace by). Where args.split_k is
+// nullopt and DeviceOptions::ops.matmul_split_k is not false: the configuration's split_k where
+// it has one (the device's tuning: what the tuner timed), else the rule: where C's tiles
 // number at most half the compute units (DeviceInfo::compute_units; 16 where the driver does not
 // say), as many slices as give every unit a workgroup, each at least 256 deep in k, at most 16;
 // none for less than 16 Mi flops (2 m n k), where the reduce's dispatch costs more.
@@ -97,6 +98,9 @@ SplitK matmul_split_k(const Device& dev, const MatmulArgs& args, bool unbounded_
 // of devices they do not have). Throws where a forced split cannot run.
 SplitK plan_matmul_split_k(const DeviceInfo& info, const MatmulArgs& args,
                            const MatmulConfig& config, uint64_t room);
+// Whether the configuration's kernel can store fp32 partial products (every kernel but the
+// VK_NV_cooperative_matrix v1 one), so that a matmul with a workspace may split on it.
+bool matmul_kernel_splits(const MatmulConfig& config);
 
 // Whether this build has the tensor-core kernel for coopmat rows: it is compiled only where
 // glslc knew GL_NV_cooperative_matrix at configure time (VKF_HAVE_NV_COOPMAT).

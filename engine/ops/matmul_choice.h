@@ -21,6 +21,10 @@ struct MatmulProblem {
   DType dtype = DType::f32;
   bool trans_a = false, trans_b = false;
   uint32_t m = 0, n = 0, k = 0;
+  // The caller gives a split-k workspace (MatmulArgs::workspace), as training does its weight
+  // and bias gradients: the tuner then times the problem as it runs, split where it would be,
+  // and times the split itself. Not part of the shape class.
+  bool workspace = false;
 };
 
 // The tuning file's key for a problem: "f32/abt/m1k/n1k/k1k", the form (ab, abt, atb, atbt) and

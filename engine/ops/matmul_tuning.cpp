@@ -271,6 +271,7 @@ std::string MatmulConfig::describe() const {
                  : " direct";
   if (stages > 1) s += " stages" + std::to_string(stages);
   if (texel) s += *texel ? " texel" : " storage";
+  if (split_k) s += *split_k > 1 ? " split" + std::to_string(*split_k) : " unsplit";
   return s;
 }
 

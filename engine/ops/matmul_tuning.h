@@ -18,6 +18,9 @@
 
 namespace vkf::ops {
 
+// The most slices split-k cuts k into (MatmulConfig::split_k, ops::matmul_split_k).
+constexpr uint32_t k_matmul_max_split_k = 16;
+
 // One kernel configuration, owned by value: a table row, or one the tuner made (tune/), which
 // outlives no table. The kernel cache keys on the values (KernelSpec), never on the name.
 struct MatmulConfig {
@@ -45,6 +48,12 @@ struct MatmulConfig {
   // through tensor layouts, the driver staging them; tm, tn equal bm, bn (unused). In no table:
   // forced (MatmulArgs::config, VKF_MATMUL_CONFIG in the benches) or tuned.
   bool nv2 = false;
+  // Split-k (ops::matmul with a workspace, MatmulArgs::workspace): nullopt follows the engine's
+  // rule (matmul_split_k); 1 never splits; n > 1 cuts k into n slices where k and the workspace
+  // allow (fewer where they do not). The tuner sets it where it timed the choice: the rule's
+  // thresholds were set by hand on lavapipe, while the tuner measures the device in front of it.
+  // Not a property of the kernel (same_kernel ignores it).
+  std::optional<uint32_t> split_k;
 
   // The values, without the name: two configurations that build the same kernel are equal.
   bool same_kernel(const MatmulConfig& o) const {

@@ -2,9 +2,12 @@
 // gradients of every parameter tensor (sampled) by finite differences, and training on a copy
 // task.
 #include <cstring>
+#include <memory>
 #include <random>
 
+#include "engine/ops/matmul_choice.h"
 #include "engine/step_scalars.h"
+#include "engine/tuning.h"
 #include "model/optimizer.h"
 #include "model/train_graph.h"
 #include "tests/reference/transformer.h"
@@ -156,7 +159,8 @@ VKF_TEST_CASE("split-k gradient matmuls give the gradients of unsplit ones",
     tgt_lens[r] = 64 - int(r % 5);
   }
   const BatchTokens batch = make_batch(c, shape, src_lens, tgt_lens, 31);
-  auto gradients = [&](Device& d, bool* split) {
+  // The gradients, and how many matmuls split (their reduce dispatches).
+  auto gradients = [&](Device& d, int* splits) {
     DeviceParams params(d, c);
     params.upload(init_parameters(params.layout(), c, 7));
     Buffer scalars = make_scalars(d, 1, 1.0f);
@@ -164,29 +168,52 @@ VKF_TEST_CASE("split-k gradient matmuls give the gradients of unsplit ones",
                      {.backward = true, .dropout = false, .profile = true});
     graph.set_batch(batch);
     graph.run();
-    *split = false;
+    *splits = 0;
     for (const KernelTiming& t : graph.timings())
-      if (t.name.rfind("matmul_split_reduce", 0) == 0) *split = true;
+      if (t.name.rfind("matmul_split_reduce", 0) == 0) ++*splits;
     return params.download_grads();
   };
-  bool split = false, plain_split = true;
-  const std::vector<float> got = gradients(dev, &split);
-  const std::vector<float> want = gradients(*plain, &plain_split);
-  CHECK_FALSE(plain_split);
+  auto check_close = [](const std::vector<float>& got, const std::vector<float>& want) {
+    REQUIRE(got.size() == want.size());
+    double scale = 0.0;
+    for (float w : want) scale = std::max(scale, double(std::fabs(w)));
+    REQUIRE(scale > 0.0);
+    size_t worst = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      if (std::fabs(got[i] - want[i]) > std::fabs(got[worst] - want[worst])) worst = i;
+    INFO("worst element " << worst << ": split " << got[worst] << ", unsplit " << want[worst]
+                          << ", largest gradient " << scale);
+    CHECK(std::fabs(got[worst] - want[worst]) <= 1e-5 * scale);
+  };
+  int splits = 0, plain_splits = 1;
+  const std::vector<float> got = gradients(dev, &splits);
+  const std::vector<float> want = gradients(*plain, &plain_splits);
+  CHECK(plain_splits == 0);
   if (dev.info().compute_units >= 2)
-    CHECK(split);
+    CHECK(splits > 0);
   else
     WARN(dev.label() << " has one compute unit: nothing splits there");
-  REQUIRE(got.size() == want.size());
-  double scale = 0.0;
-  for (float w : want) scale = std::max(scale, double(std::fabs(w)));
-  REQUIRE(scale > 0.0);
-  size_t worst = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (std::fabs(got[i] - want[i]) > std::fabs(got[worst] - want[worst])) worst = i;
-  INFO("worst element " << worst << ": split " << got[worst] << ", unsplit " << want[worst]
-                        << ", largest gradient " << scale);
-  CHECK(std::fabs(got[worst] - want[worst]) <= 1e-5 * scale);
+  check_close(got, want);
+
+  // A tuning that splits every weight-gradient class into 5 slices (MatmulConfig::split_k, what
+  // `vkf tune` writes where it timed a split faster): the graph sizes its workspace by it, so
+  // every gradient matmul with k long enough splits, whatever the rule and the units.
+  const DeviceInfo& info = dev.info();
+  auto tuning = std::make_shared<Tuning>();
+  tuning->origin = "test";
+  for (uint32_t m : {16u, 128u, 1024u, 4096u})
+    for (uint32_t n : {16u, 128u, 1024u, 4096u})
+      for (uint32_t k : {16u, 128u, 1024u, 4096u}) {
+        const ops::MatmulProblem p{DType::f32, true, false, m, n, k};
+        ops::MatmulConfig cfg = ops::choose_matmul(info, nullptr, p).config;
+        cfg.split_k = 5;
+        tuning->matmul[ops::matmul_shape_class(p)] = cfg;
+      }
+  auto tuned = test::new_device();
+  tuned->set_tuning(tuning);
+  int tuned_splits = 0;
+  check_close(gradients(*tuned, &tuned_splits), want);
+  CHECK(tuned_splits > splits);
 }
 
 VKF_TEST_CASE("training on a copy task drives the loss to near zero",

@@ -678,6 +678,49 @@ TEST_CASE("matmul split-k: slices fill the compute units, within the workspace",
                     Catch::Contains("too short"));
 }
 
+// A tuned split (MatmulConfig::split_k, the tuner's measurement) replaces the rule, within
+// what k and the workspace allow; a forced one and the device option still come first.
+TEST_CASE("matmul split-k: a tuned count replaces the rule", "[shaders][matmul][tune]") {
+  DeviceInfo gpu = test::fake_nvidia_info();
+  gpu.compute_units = 132;
+  ops::MatmulConfig row = ops::matmul_config("nvidia");  // 128 x 128 tiles
+  ops::MatmulArgs fc1;  // 4096 x 2048: tiles for more than half the units, the rule keeps it whole
+  fc1.m = 4096, fc1.n = 2048, fc1.k = 2048, fc1.trans_a = true;
+  REQUIRE(ops::plan_matmul_split_k(gpu, fc1, row, UINT64_MAX).slices == 1);
+  row.split_k = 4;
+  ops::SplitK plan = ops::plan_matmul_split_k(gpu, fc1, row, UINT64_MAX);
+  CHECK(plan.slices == 4);
+  CHECK(plan.slice_k == 512);
+  // No flops bound either: the tuner timed it (the rule leaves 2 x 64 x 64 x 2000 whole).
+  ops::MatmulArgs tiny = fc1;
+  tiny.m = tiny.n = 64, tiny.k = 2000;
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 4);
+  // Fewer where the workspace holds fewer, none where it holds one; never an error.
+  CHECK(ops::plan_matmul_split_k(gpu, fc1, row, 3ull * 4096 * 2048 * 4).slices == 3);
+  CHECK(ops::plan_matmul_split_k(gpu, fc1, row, 4096ull * 2048 * 4).slices == 1);
+  tiny.k = 64;  // one run of 64 floats
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 1);
+  // 1: never, where the rule would split (a one-tile gradient).
+  row.split_k = 1;
+  tiny.k = 4096;
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 1);
+  row.split_k.reset();
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 16);
+  // A forced count comes before the tuned one.
+  row.split_k = 4;
+  tiny.split_k = 2;
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, row, UINT64_MAX).slices == 2);
+  // A kernel that cannot store fp32 partials ignores it.
+  ops::MatmulConfig v1 = ops::matmul_config("nvidia_coopmat");
+  v1.split_k = 4;
+  tiny.split_k.reset();
+  tiny.dtype = DType::f16;
+  CHECK(ops::plan_matmul_split_k(gpu, tiny, v1, UINT64_MAX).slices == 1);
+  CHECK(row.describe().find(" split4") != std::string::npos);
+  row.split_k = 1;
+  CHECK(row.describe().find(" unsplit") != std::string::npos);
+}
+
 TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any device",
           "[shaders][matmul]") {
   for (const ops::MatmulConfig& cfg : ops::matmul_configs()) {

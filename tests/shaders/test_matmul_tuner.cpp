@@ -327,6 +327,97 @@ VKF_TEST_CASE("tuner: a candidate made wrong on purpose is rejected, saying why"
   CHECK_THAT(t.rejected[0].second, Catch::Contains("wrong at"));
 }
 
+namespace {
+
+// Times every candidate at 1 s but those whose description ends in `fast` (0.4 s), and checks
+// that a candidate said to split records the split's reduce.
+class SplitTimer : public tune::Timer {
+ public:
+  explicit SplitTimer(std::string fast) : fast_(std::move(fast)) {}
+  RecorderOptions recorder_options(const Device&) const override { return {}; }
+  double seconds(Sequence& seq, const std::string& c, const std::string&, double) override {
+    timed.push_back(c);
+    const std::vector<std::string> names = seq.kernel_names();
+    const bool reduces = std::any_of(names.begin(), names.end(), [](const std::string& k) {
+      return k.rfind("matmul_split_reduce", 0) == 0;
+    });
+    if (c.find(" split") != std::string::npos) CHECK(reduces);
+    const bool fast = c.size() >= fast_.size() && c.substr(c.size() - fast_.size()) == fast_;
+    return fast ? 0.4 : 1.0;
+  }
+  std::vector<std::string> timed;
+
+ private:
+  std::string fast_;
+};
+
+}  // namespace
+
+VKF_TEST_CASE("tuner: with a split-k workspace, the winner's split is timed too",
+              "[shaders][matmul][tune]") {
+  auto dev = test::new_device();
+  if (dev->options().ops.matmul_split_k == false)
+    VKF_SKIP("VKF_MATMUL_SPLIT_K=0 turns off the split this test times");
+  // A weight gradient's form and a long k: the rule leaves it whole here (under 16 Mi flops),
+  // the tuner times 2, 4, 6 and 9 slices (8 and 16 round to those at k = 1100).
+  ops::MatmulProblem p{DType::f32, true, false, 48, 40, 1100, true};
+  tune::TunerOptions options;
+  options.max_candidates = 5;  // each search's: five kernels, then the rule and four splits
+  SplitTimer timer(" split4");
+  const TuningFile f = tune::tune_matmuls(*dev, std::span(&p, 1), timer, options);
+  const TunedMatmul& t = f.matmul.at(0);
+  REQUIRE(t.config.split_k);
+  CHECK(*t.config.split_k == 4);
+  CHECK(t.default_seconds == 1.0);
+  CHECK(t.seconds == 0.4);
+  CHECK(t.rejected.empty());
+  for (const char* split : {" split2", " split4", " split6", " split9"})
+    CHECK(std::any_of(timer.timed.begin(), timer.timed.end(), [&](const std::string& c) {
+      return c.size() > 7 && c.substr(c.size() - 7) == split;
+    }));
+  // The tuned count is what the engine then runs, and what a caller sizes its workspace by.
+  auto tuning = std::make_shared<Tuning>();
+  tuning->origin = "test";
+  tuning->matmul[t.shape_class] = t.config;
+  dev->set_tuning(tuning);
+  ops::MatmulArgs args;
+  args.m = p.m, args.n = p.n, args.k = p.k, args.trans_a = true;
+  CHECK(ops::matmul_split_k(*dev, args, true).slices == 4);
+  dev->set_tuning(nullptr);
+  CHECK(ops::matmul_split_k(*dev, args, true).slices == 1);
+
+  // Slower splits leave the rule's choice (no split_k in the entry).
+  SplitTimer none(" no such configuration");
+  CHECK(!tune::tune_matmuls(*dev, std::span(&p, 1), none, options).matmul.at(0).config.split_k);
+  // Without a workspace, nothing split is timed.
+  p.workspace = false;
+  SplitTimer unsplit(" split4");
+  CHECK(!tune::tune_matmuls(*dev, std::span(&p, 1), unsplit, options).matmul.at(0).config.split_k);
+  for (const std::string& c : unsplit.timed) CHECK(c.find("split") == std::string::npos);
+}
+
+VKF_TEST_CASE("tuner: a split made wrong on purpose is rejected", "[shaders][matmul][tune]") {
+  auto dev = test::new_device();
+  const ops::MatmulProblem p{DType::f32, true, false, 48, 40, 1100, true};
+  // The prior as the tuner names it (its read path made explicit).
+  const ops::MatmulConfig row = tune::matmul_candidates(dev->info(), p).front();
+  // The check runs the split (three slices) where the problem has a workspace: a kernel whose
+  // partial products were wrong would fail it; the hook stands in for one.
+  CHECK(tune::check_matmul(*dev, row, p).empty());
+  ops::MatmulConfig split = row;
+  split.split_k = 4;
+  auto sabotage = [&](const std::string& c) { return c == split.describe(); };
+  CHECK_THAT(tune::check_matmul(*dev, split, p, sabotage), Catch::Contains("wrong at"));
+  tune::TunerOptions options;
+  options.max_candidates = 5;
+  options.sabotage = sabotage;
+  SplitTimer timer(" split4");
+  const TunedMatmul t = tune::tune_matmuls(*dev, std::span(&p, 1), timer, options).matmul.at(0);
+  CHECK(t.config.split_k.value_or(0) != 4);
+  REQUIRE(t.rejected.size() == 1);
+  CHECK(t.rejected[0].first == split.describe());
+}
+
 TEST_CASE("tuning file: written, read back, and another driver's ignored with a note",
           "[shaders][matmul][tune]") {
   const std::filesystem::path dir = test::temp_dir("tuning_file");
@@ -415,4 +506,19 @@ TEST_CASE("tuning file: written, read back, and another driver's ignored with a 
   CHECK(nv2_back.same_kernel(ops::matmul_config("nv_coopmat2_256")));
   rewrite("\"coopmat\": true,", "\"coopmat\": false,");
   CHECK_THROWS_WITH(read_tuning_file(staged_path), Catch::Contains("coopmat2 row without coopmat"));
+
+  // A tuned split and the workspace it was timed with travel with the entry; files from before
+  // split-k have neither (the rule, no workspace); a count the engine never cuts is refused.
+  TuningFile split = f;
+  split.matmul[0].shape.workspace = true;
+  split.matmul[0].config.split_k = 6;
+  write_tuning_file(staged_path, split);
+  const TunedMatmul split_back = read_tuning_file(staged_path).matmul.at(0);
+  CHECK(split_back.shape.workspace);
+  CHECK(split_back.config.split_k == 6u);
+  const TunedMatmul plain_back = read_tuning_file(path).matmul.at(0);
+  CHECK(!plain_back.shape.workspace);
+  CHECK(!plain_back.config.split_k);
+  rewrite("\"split_k\": 6", "\"split_k\": 17");
+  CHECK_THROWS_WITH(read_tuning_file(staged_path), Catch::Contains("17 slices"));
 }
