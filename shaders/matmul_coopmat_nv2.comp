@@ -73,8 +73,8 @@ layout(push_constant) uniform Push {
 const uint CLAMP = gl_CooperativeMatrixClampModeConstantNV;
 
 // alpha * acc (+ beta * C) (+ bias | relu(. + bias) | + R) for the element (row, col) of the
-// tile at (m0, n0) of batch item base_c. Elements outside C compute nothing: the clamped store
-// drops them.
+// tile at (m0, n0) of batch item base_c, where there is an epilogue or C is read. Elements
+// outside C compute nothing: the clamped store drops them.
 float epilogue(const in uint row, const in uint col, const in float acc, const in uint m0,
                const in uint n0, const in uint base_c) {
   const uint r = m0 + row, cl = n0 + col;
@@ -157,7 +157,14 @@ void main() {
     for (uint k0 = k_unclamped; k0 < p.k; k0 += BK) K_STEP(acc, la, lb, k0)
   }
 
-  coopMatPerElementNV(acc, acc, epilogue, m0, n0, base_c);
+  // The per-element epilogue only where there is one: with no epilogue and no C to read (a
+  // split's slices, the bench's rows, every gradient matmul with beta 0), alpha is a scaling of
+  // the whole tile and the clamped store alone drops the elements outside C, so the driver need
+  // not work out each element's row and column (ggml's coopmat2 kernel has no per-element step).
+  if (EPILOGUE != 0 || READ_C != 0)
+    coopMatPerElementNV(acc, acc, epilogue, m0, n0, base_c);
+  else if (p.alpha != 1.0)
+    acc = acc * p.alpha;
   // Which invocation stores an element is the driver's choice: C's reads above end, workgroup-
   // wide, before any of its stores.
   if (READ_C != 0) {
