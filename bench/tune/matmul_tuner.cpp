@@ -31,12 +31,12 @@ ops::MatmulArgs problem_args(const ops::MatmulProblem& p) {
 
 uint64_t workspace_room(const DeviceInfo& info, const ops::MatmulProblem& p) {
   if (!p.workspace) return 0;
-  // What the most slices would take (plan_matmul_split_k's partial products), within the cap.
+  // What the most slices that fit the cap would take (plan_matmul_split_k's partial products;
+  // planned within the cap, so that a huge C asks for fewer slices, never past 32-bit indexing).
   ops::MatmulConfig most = ops::matmul_config("fallback");
   most.split_k = ops::k_matmul_max_split_k;
-  const uint64_t want =
-      ops::plan_matmul_split_k(info, problem_args(p), most, UINT64_MAX).workspace_bytes;
-  return std::min({want, info.max_storage_buffer_range, k_max_workspace_bytes});
+  const uint64_t cap = std::min(info.max_storage_buffer_range, k_max_workspace_bytes);
+  return ops::plan_matmul_split_k(info, problem_args(p), most, cap).workspace_bytes;
 }
 
 // The operands of one shape, allocated once for every candidate, with the split-k workspace
