@@ -49,6 +49,17 @@ Linear linear_of(const DeviceWeights& p, const std::string& prefix, uint32_t in,
 
 namespace {
 
+// y[rows, out] = x[rows, in] W^T, without its buffers and epilogue.
+ops::MatmulArgs forward_args(uint32_t in, uint32_t out, uint32_t rows, DType dtype) {
+  ops::MatmulArgs a;
+  a.m = rows;
+  a.n = out;
+  a.k = in;
+  a.trans_b = true;
+  a.dtype = dtype;
+  return a;
+}
+
 // dW[out, in] += dy^T[out, rows] x[rows, in], without its buffers.
 ops::MatmulArgs weight_gradient_args(uint32_t in, uint32_t out, uint32_t rows, DType dtype) {
   ops::MatmulArgs gw;
@@ -74,20 +85,29 @@ ops::MatmulArgs bias_gradient_args(uint32_t out, uint32_t rows, DType dtype) {
 
 }  // namespace
 
+BufferRef Forward::split_k_part(uint32_t i) const {
+  if (!split_k.valid()) return {};
+  // Whole 256-byte runs, so every part's binding offset is aligned (minStorageBufferOffsetAlignment
+  // is at most 256); a workspace sized k_split_k_parts x a multiple of 256 loses nothing.
+  const uint64_t part = split_k.size / k_split_k_parts / 256 * 256;
+  return split_k.slice(i * part, part);
+}
+
 void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
-                    const BufferRef& y, uint32_t rows, bool relu) {
-  ops::MatmulArgs a;
+                    const BufferRef& y, uint32_t rows, bool relu, const BufferRef& workspace) {
+  ops::MatmulArgs a = forward_args(l.in, l.out, rows, l.dtype);
   a.a = x;
   a.b = l.weight;
   a.c = y;
   a.bias = l.bias;
-  a.m = rows;
-  a.n = l.out;
-  a.k = l.in;
-  a.trans_b = true;
   a.epilogue = relu ? ops::Epilogue::bias_relu : ops::Epilogue::bias;
-  a.dtype = l.dtype;
+  a.workspace = workspace;
   ops::matmul(dev, rec, a);
+}
+
+uint64_t linear_forward_workspace_bytes(const Device& dev, uint32_t in, uint32_t out, uint32_t rows,
+                                        DType dtype) {
+  return ops::matmul_split_k(dev, forward_args(in, out, rows, dtype), true).workspace_bytes;
 }
 
 void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,

@@ -50,8 +50,14 @@ struct Linear {
 Linear linear_of(const DeviceWeights& p, const std::string& prefix, uint32_t in, uint32_t out);
 
 // y[rows, out] = x[rows, in] W^T + b (then ReLU), fused in the matmul epilogue.
+// `workspace`: where the matmul may split k (MatmulArgs::workspace; an invalid ref: it does not).
 void linear_forward(Device& dev, Recorder& rec, const Linear& l, const BufferRef& x,
-                    const BufferRef& y, uint32_t rows, bool relu = false);
+                    const BufferRef& y, uint32_t rows, bool relu = false,
+                    const BufferRef& workspace = {});
+// The split-k workspace linear_forward would use for a layer of `in` -> `out` features over
+// `rows` rows (ops::matmul_split_k): 0 where it does not split.
+uint64_t linear_forward_workspace_bytes(const Device& dev, uint32_t in, uint32_t out, uint32_t rows,
+                                        DType dtype);
 // Given dy [rows, out]: dx (= or +=) dy W; dW += dy^T x; db += ones^T dy; all in l.dtype (in
 // fp16 the weight gradients are fp16 too: DeviceParams drains them into fp32).
 // `workspace`: where the weight and bias gradients' matmuls may split k (MatmulArgs::workspace;
@@ -77,6 +83,9 @@ inline BufferSource source_of(ActivationPool& b) {
   return [&b](const std::string& name, uint64_t elements) { return b.write(name, elements); };
 }
 
+// Parts of Forward::split_k: one for each of the Q, K and V projections.
+constexpr uint32_t k_split_k_parts = 3;
+
 // What every forward block records into.
 struct Forward {
   Device& dev;
@@ -86,7 +95,15 @@ struct Forward {
   BufferRef scalars;  // StepScalars (dropout seed and step)
   float dropout = 0.0f;
   float attention_dropout = 0.0f;
+  // Where the Linears' matmuls may split k (MatmulArgs::workspace), in k_split_k_parts equal
+  // parts (split_k_part). Decoding gives one: its matmuls have few rows (beam x sentences), so
+  // C has few tiles and, on a GPU, most compute units would idle. Training's forwards, over a
+  // batch's tokens, fill the device without.
+  BufferRef split_k;
   const ModelConfig& config() const { return params.config(); }
+  // Part i of split_k (an invalid ref where there is none). Matmuls that may run side by side,
+  // the Q, K and V projections, take different parts: one shared workspace would order them.
+  BufferRef split_k_part(uint32_t i) const;
   // The storage type of the activations: f16 over fp16 weights (fp32 arithmetic in every kernel).
   DType dtype() const { return params.activation_dtype(); }
   // An activation of `elements` values of dtype() (the pool counts 4-byte words).

@@ -47,9 +47,10 @@ MultiHeadAttention::Saved MultiHeadAttention::forward(const Forward& f, const st
   buf.v = f.act(name + ".v", uint64_t{nk} * v_proj.out);
   buf.o = f.act(name + ".o", uint64_t{nq} * o_proj.in);
   buf.dtype = f.dtype();
-  linear_forward(f.dev, f.rec, q_proj, in.xq, buf.q, nq);
-  linear_forward(f.dev, f.rec, k_proj, in.xkv, buf.k, nk);
-  linear_forward(f.dev, f.rec, v_proj, in.xkv, buf.v, nk);
+  // Split-k workspace parts 0, 1, 2: the three projections may run side by side.
+  linear_forward(f, q_proj, in.xq, buf.q, nq);
+  linear_forward(f, k_proj, in.xkv, buf.k, nk, false, 1);
+  linear_forward(f, v_proj, in.xkv, buf.v, nk, false, 2);
   buf.lse = f.buf(name + ".lse", uint64_t{in.batch} * uint32_t(config.heads) * in.len_q);
   buf.key_len = in.key_len;
   Saved s{in.xq, in.xkv, attention_args(config, in.batch, in.len_q, in.len_k, buf)};
@@ -58,7 +59,7 @@ MultiHeadAttention::Saved MultiHeadAttention::forward(const Forward& f, const st
   s.attention.dropout_tensor = in.dropout_tensor;
   s.attention.scalars = f.scalars;
   ops::attention_forward(f.dev, f.rec, s.attention);
-  linear_forward(f.dev, f.rec, o_proj, buf.o, s_out, nq);
+  linear_forward(f, o_proj, buf.o, s_out, nq);
   return s;
 }
 

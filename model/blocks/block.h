@@ -49,6 +49,11 @@ struct Backward {
   }
 };
 
+// y[rows, out] = x[rows, in] W^T + b (then ReLU), split in k where f gives a workspace, in its
+// part `part` (Forward::split_k_part).
+void linear_forward(const Forward& f, const Linear& l, const BufferRef& x, const BufferRef& y,
+                    uint32_t rows, bool relu = false, uint32_t part = 0);
+
 // Given dy [rows, out]: dx (= or +=) dy W; l.dweight += dy^T x; l.dbias += ones^T dy.
 void linear_backward(const Backward& b, const Linear& l, const BufferRef& x, const BufferRef& dy,
                      const BufferRef& dx, bool accumulate_dx, uint32_t rows);

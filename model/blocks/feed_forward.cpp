@@ -14,8 +14,8 @@ FeedForward::Saved FeedForward::forward(const Forward& f, const std::string& nam
                                         const BufferRef& x, const BufferRef& s_out,
                                         uint32_t rows) const {
   Saved s{x, f.act(name + ".f", uint64_t{rows} * fc1.out), rows};
-  linear_forward(f.dev, f.rec, fc1, x, s.h, rows, true);
-  linear_forward(f.dev, f.rec, fc2, s.h, s_out, rows);
+  linear_forward(f, fc1, x, s.h, rows, true);
+  linear_forward(f, fc2, s.h, s_out, rows);
   return s;
 }
 

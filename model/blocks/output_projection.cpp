@@ -21,6 +21,7 @@ OutputProjection::Saved OutputProjection::forward(const Forward& f, const Buffer
   proj.k = d_;
   proj.trans_b = true;
   proj.dtype = f.dtype();
+  proj.workspace = f.split_k_part(0);
   ops::matmul(f.dev, f.rec, proj);
   return {y, rows};
 }

@@ -72,9 +72,10 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
     BufferRef v = f.act(n + ".v", uint64_t{R} * D.H * D.dv);
     BufferRef o = f.act(n + ".o", uint64_t{R} * D.H * D.dv);
     const MultiHeadAttention& sa = layer.self_attn;
-    linear_forward(f.dev, f.rec, sa.q_proj, y, q, R);
-    linear_forward(f.dev, f.rec, sa.k_proj, y, k, R);
-    linear_forward(f.dev, f.rec, sa.v_proj, y, v, R);
+    // Split-k workspace parts 0, 1, 2: the three projections may run side by side.
+    linear_forward(f, sa.q_proj, y, q, R);
+    linear_forward(f, sa.k_proj, y, k, R, false, 1);
+    linear_forward(f, sa.v_proj, y, v, R, false, 2);
     const BufferRef ck = state.cache_k(to, l), cv = state.cache_v(to, l);
     ops::scatter_rows(f.dev, f.rec,
                       {.src = k,
@@ -99,12 +100,12 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
                               .key_len = state.self_len(),
                               .dtype = f.dtype()}));
     BufferRef s1 = f.act(n + ".s1", uint64_t{R} * D.d), y1 = f.act(n + ".y1", uint64_t{R} * D.d);
-    linear_forward(f.dev, f.rec, sa.o_proj, o, s1, R);
+    linear_forward(f, sa.o_proj, o, s1, R);
     layer.self_attn_norm.forward(f, n + ".ln1", y, s1, y1, R, 1, 0);
 
     // Cross-attention: sentence b's beam rows are the queries over its source.
     const MultiHeadAttention& ca = layer.cross_attn;
-    linear_forward(f.dev, f.rec, ca.q_proj, y1, q, R);
+    linear_forward(f, ca.q_proj, y1, q, R);
     attend(f, attention_args(c, D.B, D.K, D.Ls,
                              {.q = q,
                               .k = state.cross_k(l),
@@ -114,7 +115,7 @@ void record_decoder_step(const Forward& f, DecodeState& state, int from, int to)
                               .key_len = state.src_len(),
                               .dtype = f.dtype()}));
     BufferRef s2 = f.act(n + ".s2", uint64_t{R} * D.d), y2 = f.act(n + ".y2", uint64_t{R} * D.d);
-    linear_forward(f.dev, f.rec, ca.o_proj, o, s2, R);
+    linear_forward(f, ca.o_proj, o, s2, R);
     layer.cross_attn_norm.forward(f, n + ".ln2", y1, s2, y2, R, 1, 0);
 
     BufferRef s3 = f.act(n + ".s3", uint64_t{R} * D.d), y3 = f.act(n + ".y3", uint64_t{R} * D.d);

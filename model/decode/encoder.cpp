@@ -15,8 +15,8 @@ void record_encoder(const Forward& f, DecodeState& state) {
   // Every decoder layer's cross-attention keys and values, once per sentence.
   for (int l = 0; l < f.config().decoder_layers; ++l) {
     const MultiHeadAttention cross(p, "decoder.layers." + std::to_string(l) + ".cross_attn");
-    linear_forward(f.dev, f.rec, cross.k_proj, memory, state.cross_k(l), ns);
-    linear_forward(f.dev, f.rec, cross.v_proj, memory, state.cross_v(l), ns);
+    linear_forward(f, cross.k_proj, memory, state.cross_k(l), ns, false, 1);
+    linear_forward(f, cross.v_proj, memory, state.cross_v(l), ns, false, 2);
   }
 }
 

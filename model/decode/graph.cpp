@@ -24,7 +24,9 @@ DecodeGraph::DecodeGraph(Device& dev, const DeviceWeights& params, const DecodeS
       profile_(profile),
       timed_(timed) {
   Recorder rec(dev, {.profile = profile, .timed = timed});
-  record_encoder(Forward{dev, rec, params, source_of(state_.named()), BufferRef{}}, state_);
+  Forward f{dev, rec, params, source_of(state_.named()), BufferRef{}};
+  f.split_k = state_.split_k();
+  record_encoder(f, state_);
   encoder_.emplace(rec.finish());
 }
 
@@ -34,8 +36,9 @@ Sequence& DecodeGraph::step_sequence(int from, int to) {
   auto& seq = steps_[size_t(from)][size_t(to)];
   if (!seq) {
     Recorder rec(dev_, {.profile = profile_, .timed = timed_});
-    record_decoder_step(Forward{dev_, rec, params_, source_of(state_.named()), BufferRef{}}, state_,
-                        from, to);
+    Forward f{dev_, rec, params_, source_of(state_.named()), BufferRef{}};
+    f.split_k = state_.split_k();
+    record_decoder_step(f, state_, from, to);
     seq = std::make_unique<Sequence>(rec.finish());
   }
   return *seq;

@@ -1,6 +1,8 @@
 #include "model/decode/state.h"
 
+#include <algorithm>
 #include <tuple>
+#include <utility>
 
 #include "engine/error.h"
 
@@ -50,6 +52,24 @@ BufferRef DecodeState::cache_k(int copy, int l) {
 BufferRef DecodeState::cache_v(int copy, int l) {
   return cache("cache." + std::to_string(copy) + "." + std::to_string(l) + ".v",
                uint64_t{shape_.rows()} * shape_.max_out * config_.heads * config_.head_dim_v());
+}
+
+BufferRef DecodeState::split_k() {
+  const uint32_t d = uint32_t(config_.d_model), H = uint32_t(config_.heads),
+                 dk = uint32_t(config_.head_dim_k()), dv = uint32_t(config_.head_dim_v()),
+                 ff = uint32_t(config_.d_ff), V = uint32_t(config_.vocab_size);
+  // (in, out) of the Linears both passes run: the attention projections and the feed-forward.
+  const std::pair<uint32_t, uint32_t> linears[] = {
+      {d, H * dk}, {d, H * dv}, {H * dv, d}, {d, ff}, {ff, d}};
+  uint64_t bytes = 0;
+  for (uint32_t rows : {shape_.batch * shape_.src_len, shape_.rows()})
+    for (auto [in, out] : linears)
+      bytes =
+          std::max(bytes, linear_forward_workspace_bytes(named_.device(), in, out, rows, dtype_));
+  // The step's output projection onto the vocabulary (a Linear's shape without the bias).
+  bytes =
+      std::max(bytes, linear_forward_workspace_bytes(named_.device(), d, V, shape_.rows(), dtype_));
+  return bytes > 0 ? named_.write("split_k", k_split_k_parts * bytes / 4) : BufferRef{};
 }
 
 BufferRef DecodeState::cache(const std::string& name, uint64_t elements) {

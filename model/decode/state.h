@@ -61,6 +61,10 @@ class DecodeState {
   // [rows, max_out, heads * d_k|d_v].
   BufferRef cache_k(int copy, int l);
   BufferRef cache_v(int copy, int l);
+  // The split-k workspace of the encoder pass's and the step's matmuls (Forward::split_k): each
+  // part as much as the one that wants most would use, at the encoder's rows (batch x src_len)
+  // and the step's (rows()); an invalid ref where none would split.
+  BufferRef split_k();
 
  private:
   // A buffer of `elements` values of dtype_, in the pool's 4-byte words.

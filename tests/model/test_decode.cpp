@@ -6,10 +6,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <random>
 
 #include "engine/error.h"
+#include "engine/ops/matmul_choice.h"
 #include "engine/step_scalars.h"
+#include "engine/tuning.h"
 #include "model/checkpoint.h"
 #include "model/decode/graph.h"
 #include "model/decode/search.h"
@@ -18,6 +21,7 @@
 #include "model/loaded_model.h"
 #include "model/train_graph.h"
 #include "tests/model/fixtures/data_fixture.h"
+#include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -42,7 +46,7 @@ ModelConfig tiny_config(int vocab) {
 
 // Random parameters with the embeddings scaled up, so next-token distributions are peaked and
 // searches have clear winners.
-void upload_random(DeviceParams& params, uint64_t seed) {
+void upload_random(DeviceWeights& params, uint64_t seed) {
   auto flat = init_parameters(params.layout(), params.config(), seed);
   const auto& e = params.layout().at("embed.weight");
   for (int64_t i = 0; i < e.numel(); ++i) flat[e.offset + uint64_t(i)] *= 3.0f;
@@ -162,6 +166,80 @@ VKF_TEST_CASE("incremental decoding with reordered caches equals the full forwar
   for (uint32_t i = 0; i < shape.candidates; ++i) {
     CHECK(g.token()[shape.candidates + i] == g.token()[i]);
     CHECK(g.logp()[shape.candidates + i] == Approx(g.logp()[i]).margin(1e-6));
+  }
+}
+
+// Decoding gives its matmuls a split-k workspace (DecodeState::split_k): on a GPU, a step's few
+// rows (beam x sentences) leave C with few tiles. A tuning that splits every forward class in
+// three (MatmulConfig::split_k, as `vkf tune` writes where a split timed faster) makes every
+// Linear and the output projection split, in the encoder pass and in the steps, reordered ones
+// included, in fp32 and fp16: the log-probabilities are those of a device told never to split,
+// up to the order of fp32 sums.
+VKF_TEST_CASE("split-k matmuls decode what unsplit ones do", "[decode][split]") {
+  ModelConfig c = tiny_config(20);
+  c.d_model = 256;  // k of 256 and 512: slices of whole 256-byte runs in fp16 too
+  c.d_ff = 512;
+  std::vector<DType> dtypes{DType::f32};
+  if (test::has_storage16()) dtypes.push_back(DType::f16);
+  auto tuning = std::make_shared<Tuning>();
+  tuning->origin = "test";
+  auto split = test::new_device();
+  for (DType dtype : dtypes)
+    for (uint32_t m : {16u, 128u, 1024u, 4096u})
+      for (uint32_t n : {16u, 128u, 1024u, 4096u})
+        for (uint32_t k : {16u, 128u, 1024u, 4096u}) {
+          const ops::MatmulProblem p{dtype, false, true, m, n, k};
+          ops::MatmulConfig cfg = ops::choose_matmul(split->info(), nullptr, p).config;
+          cfg.split_k = 3;
+          tuning->matmul[ops::matmul_shape_class(p)] = cfg;
+        }
+  split->set_tuning(tuning);
+  DeviceOptions never;
+  never.ops.matmul_split_k = false;
+  auto plain = test::new_device(never);
+
+  std::mt19937 rng(9);
+  std::vector<std::vector<int32_t>> src{random_tokens(rng, c, 5), random_tokens(rng, c, 2)};
+  for (auto& s : src) s.push_back(c.eos_id);
+  const std::vector<int32_t> tokens = random_tokens(rng, c, 4 * 4);
+  const DecodeShape shape{.batch = 2, .beam = 2, .src_len = 6, .max_out = 8, .candidates = 20};
+  // Every row's log p of every token at each of four steps (the last two reordered), and the
+  // split reductions the steps ran.
+  auto decode = [&](Device& dev, Precision precision, int* reductions) {
+    DeviceWeights weights(dev, c, 0, precision);
+    upload_random(weights, 13);
+    DecodeGraph g(dev, weights, shape, true);
+    g.encode(padded_source(src, 6, c.pad_id), std::vector<int32_t>{6, 3});
+    std::vector<double> logp;
+    *reductions = 0;
+    for (uint32_t t = 0; t < 4; ++t) {
+      std::vector<int32_t> step(tokens.begin() + t * 4, tokens.begin() + t * 4 + 4);
+      if (t == 0) step.assign(4, c.bos_id);
+      g.step(t, step, t < 2 ? std::vector<int32_t>{0, 1, 2, 3} : std::vector<int32_t>{1, 1, 3, 2});
+      for (uint32_t r = 0; r < 4; ++r)
+        for (int32_t tok = 0; tok < c.vocab_size; ++tok) logp.push_back(logp_of(g, r, tok));
+      for (const KernelTiming& k : g.last_step_timings())
+        if (k.name.rfind("matmul_split_reduce", 0) == 0) ++*reductions;
+    }
+    return logp;
+  };
+  for (DType dtype : dtypes) {
+    const Precision precision = dtype == DType::f16 ? Precision::fp16 : Precision::fp32;
+    INFO(precision_name(precision));
+    int split_reductions = 0, plain_reductions = 1;
+    const std::vector<double> got = decode(*split, precision, &split_reductions);
+    const std::vector<double> want = decode(*plain, precision, &plain_reductions);
+    CHECK(plain_reductions == 0);
+    // Per step and layer: self-attention's four projections, cross-attention's query and output
+    // ones and the feed-forward's two; then the vocabulary's.
+    CHECK(split_reductions == 4 * (8 * c.decoder_layers + 1));
+    REQUIRE(got.size() == want.size());
+    // fp16 activations round each matmul's output to 11 bits, in whichever order it summed.
+    const double margin = dtype == DType::f16 ? 2e-2 : 1e-5;
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO("step " << i / 80 << ", row " << i / 20 % 4 << ", token " << i % 20);
+      CHECK(got[i] == Approx(want[i]).margin(margin));
+    }
   }
 }
 
