@@ -47,7 +47,8 @@ tune::TuneShapes model_tune_shapes(const model::ModelConfig& c, const ModelWork&
   std::vector<std::pair<uint32_t, uint32_t>> linears{{d, d}, {d, ff}, {ff, d}};
   if (v) linears.emplace_back(d, v);
   for (auto [in, o] : linears) {
-    out.matmul.push_back({work.dtype, false, true, tokens, o, in});  // y = x W^T
+    // y = x W^T; decoding gives it a split-k workspace (model/decode/state.h), training not.
+    out.matmul.push_back({work.dtype, false, true, tokens, o, in, !work.training});
     if (!work.training) continue;
     out.matmul.push_back({work.dtype, false, false, tokens, in, o});  // dx = dy W
     // dW += dy^T x, with the split-k workspace training gives it (model/layers.cpp)
