@@ -8,6 +8,9 @@
 // cores): counters torch_sentences/s and ratio_vs_torch.
 //   bench_translate --benchmark_min_time=1 --benchmark_format=json
 //   VKF_BENCH_PROFILE=1   also print one decoder step's time per kernel (device timestamps)
+//   VKF_BENCH_PRESET=base the model's preset instead of tiny (a GPU: the paper's sizes, whose
+//                         k of 512 and 2048 decoding splits where C has few tiles; compare
+//                         with VKF_MATMUL_SPLIT_K=0)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -35,7 +38,8 @@ using vkf::bench::device;
 
 DeviceWeights& params() {
   static std::unique_ptr<DeviceWeights> p = [] {
-    ModelConfig c = ModelConfig::preset("tiny");
+    const char* preset = std::getenv("VKF_BENCH_PRESET");
+    ModelConfig c = ModelConfig::preset(preset && *preset ? preset : "tiny");
     c.vocab_size = 1000;
     c.max_len = 128;
     auto dp = std::make_unique<DeviceWeights>(device(), c);

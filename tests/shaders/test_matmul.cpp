@@ -656,6 +656,20 @@ TEST_CASE("matmul split-k: slices fill the compute units, within the workspace",
   CHECK(ops::plan_matmul_split_k(gpu, fc1, row, UINT64_MAX).slices == 1);
   fc1.m = 1024, fc1.n = 1024, fc1.k = 8192;  // 64 tiles: 2 slices
   CHECK(ops::plan_matmul_split_k(gpu, fc1, row, UINT64_MAX).slices == 2);
+  // A decoder step of the base model, beam 4 x 32 sentences (128 rows, y = x W^T, the
+  // decoder's workspace): fc2's 4 tiles take 8 slices of 256, the attention projections' and
+  // fc1's k of 512 two, the vocabulary projection's 290 tiles none.
+  ops::MatmulArgs step;
+  step.m = 128, step.n = 512, step.k = 2048, step.trans_b = true;
+  plan = ops::plan_matmul_split_k(gpu, step, row, UINT64_MAX);
+  CHECK(plan.slices == 8);
+  CHECK(plan.slice_k == 256);
+  step.k = 512;
+  CHECK(ops::plan_matmul_split_k(gpu, step, row, UINT64_MAX).slices == 2);
+  step.n = 2048;
+  CHECK(ops::plan_matmul_split_k(gpu, step, row, UINT64_MAX).slices == 2);
+  step.n = 37000;
+  CHECK(ops::plan_matmul_split_k(gpu, step, row, UINT64_MAX).slices == 1);
   // Where the driver does not say: 16 units assumed.
   gpu.compute_units = 0;
   CHECK(ops::plan_matmul_split_k(gpu, w, row, UINT64_MAX).slices == 1);
