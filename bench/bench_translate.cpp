@@ -24,6 +24,7 @@
 #include "bench/bench_device.h"
 #include "bench/torch_side.h"
 #include "engine/engine.h"
+#include "engine/error.h"
 #include "model/checkpoint.h"
 #include "model/decode/graph.h"
 #include "model/decode/translator.h"
@@ -39,7 +40,13 @@ using vkf::bench::device;
 DeviceWeights& params() {
   static std::unique_ptr<DeviceWeights> p = [] {
     const char* preset = std::getenv("VKF_BENCH_PRESET");
-    ModelConfig c = ModelConfig::preset(preset && *preset ? preset : "tiny");
+    ModelConfig c;
+    try {
+      c = ModelConfig::preset(preset && *preset ? preset : "tiny");
+    } catch (const Error& e) {  // a misspelled preset: say so, not a terminate()
+      std::fprintf(stderr, "bench_translate: VKF_BENCH_PRESET: %s\n", e.what());
+      std::exit(1);
+    }
     c.vocab_size = 1000;
     c.max_len = 128;
     auto dp = std::make_unique<DeviceWeights>(device(), c);
