@@ -19,9 +19,9 @@
 #include <cstring>
 #include <memory>
 
+#include "apps/vkf/bench/shapes.h"
 #include "bench/bench_device.h"
 #include "bench/bench_peak.h"
-#include "bench/suite/shapes.h"
 #include "engine/engine.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/matmul.h"
@@ -112,7 +112,7 @@ void BM_attention_backward(benchmark::State& s) {
 }
 
 // Args: batch, len, causal, dropout, path (1 tiled, 2 rows); the shapes are
-// bench/suite/shapes.h's, shared with `vkf bench`.
+// apps/vkf/bench/shapes.h's, shared with `vkf bench`.
 int register_all() {
   for (auto* fn : {BM_attention_forward, BM_attention_backward}) {
     auto* b = benchmark::RegisterBenchmark(

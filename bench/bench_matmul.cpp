@@ -70,10 +70,10 @@
 #include <vector>
 
 #include "apps/tool_env/tool_env.h"
+#include "apps/vkf/bench/shapes.h"
 #include "bench/bench_device.h"
 #include "bench/bench_peak.h"
 #include "bench/openblas_env.h"
-#include "bench/suite/shapes.h"
 #include "bench/torch_side.h"
 #include "engine/engine.h"
 #include "engine/ops/elementwise.h"
@@ -532,7 +532,7 @@ void add_vkf_row(const std::string& name, const std::vector<int64_t>& s, bool bi
 }
 
 void register_all() {
-  // The shapes (and which get f16 rows) are bench/suite/shapes.h's, shared with `vkf bench`,
+  // The shapes (and which get f16 rows) are apps/vkf/bench/shapes.h's, shared with `vkf bench`,
   // unless VKF_BENCH_SHAPES lists others.
   const std::vector<const vkf::ops::MatmulConfig*> coopmats = coopmat_rows();
   const std::vector<uint32_t> diagnostics = khr_diagnostics();

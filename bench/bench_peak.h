@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/suite/timing.h"
+#include "apps/vkf/bench/timing.h"
 #include "engine/engine.h"
 #include "engine/ops/peak.h"
 
@@ -46,7 +46,7 @@ inline void report_against_peak(benchmark::State& state, Device& dev, double amo
 }
 
 // The timing code (timed_recorder, timed_run: timestamps on GPUs, the host clock on CPU
-// devices) is bench/suite/timing.h, shared with `vkf bench`.
+// devices) is apps/vkf/bench/timing.h, shared with `vkf bench`.
 
 // Runs `seq` once (warm-up: pipelines, first touch), then once per benchmark iteration, and
 // reports `amount` (what one run does) against the device's peak. Record `seq` with

@@ -23,8 +23,8 @@
 #include <random>
 #include <string>
 
+#include "apps/vkf/bench/shapes.h"
 #include "bench/bench_device.h"
-#include "bench/suite/shapes.h"
 #include "bench/torch_side.h"
 #include "engine/engine.h"
 #include "engine/step_scalars.h"
@@ -63,7 +63,7 @@ void train_step(benchmark::State& state, const std::string& preset,
     return;
   }
   const bool cpu = dev.info().is_cpu();
-  // The batch and vocabulary are bench/suite/shapes.h's, shared with `vkf bench`.
+  // The batch and vocabulary are apps/vkf/bench/shapes.h's, shared with `vkf bench`.
   const int tokens = env_int("VKF_BENCH_TOKENS", int(vkf::bench::train_tokens(preset, cpu)));
   const int len = int(vkf::bench::k_train_len), batch = std::max(1, tokens / len);
   const int vocab = int(vkf::bench::k_train_vocab);

@@ -3,7 +3,7 @@
 // PyTorch's (there one submit and fence wait costs tens of microseconds, longer than many
 // kernels), by the host clock on CPU devices (a submit costs little next to their kernels, and
 // lavapipe's timestamps are host clock reads anyway). `vkf bench`, the Google Benchmark
-// programs (bench/suite/timing.h adds their VKF_BENCH_TIMESTAMPS override) and the tuner
+// programs (apps/vkf/bench/timing.h adds their VKF_BENCH_TIMESTAMPS override) and the tuner
 // (tune/) all time through these.
 #include <vector>
 

@@ -1,4 +1,4 @@
-// vkf bench: the cross-vendor benchmark (bench/suite). Runs a suite on each chosen device,
+// vkf bench: the cross-vendor benchmark (apps/vkf/bench). Runs a suite on each chosen device,
 // checks every timed kernel against the CPU reference, prints a table (progress on stderr) and
 // writes the JSON result file; exits 2 when any row FAILs. `vkf bench compare` puts result files
 // side by side (Markdown on stdout, --html for a page with bar charts).
@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "apps/tool_env/tool_env.h"
+#include "apps/vkf/bench/compare.h"
+#include "apps/vkf/bench/shapes.h"
+#include "apps/vkf/bench/suite.h"
 #include "apps/vkf/command.h"
 #include "apps/vkf/tuning_choice.h"
-#include "bench/suite/compare.h"
-#include "bench/suite/shapes.h"
-#include "bench/suite/suite.h"
 #include "engine/engine.h"
 
 namespace vkf::app {

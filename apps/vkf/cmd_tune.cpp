@@ -14,14 +14,14 @@
 
 #include "apps/tool_env/tool_env.h"
 #include "apps/vkf/app_options.h"
+#include "apps/vkf/bench/shapes.h"
 #include "apps/vkf/command.h"
 #include "apps/vkf/tuning_choice.h"
-#include "bench/suite/shapes.h"
-#include "bench/tune/model_tuner.h"
 #include "engine/error.h"
 #include "engine/tuning_file.h"
 #include "model/checkpoint.h"
 #include "model/decode/translator.h"
+#include "tune/model_tuner.h"
 
 namespace vkf::app {
 namespace {

@@ -1,10 +1,9 @@
-#include "apps/vkf/tuning_choice.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "apps/tool_env/tool_env.h"
+#include "apps/vkf/tuning_choice.h"
 #include "engine/error.h"
 #include "engine/tuning_file.h"
 #include "model/decode/state.h"

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/suite/shapes.h"
-#include "bench/tune/model_tuner.h"
+#include "apps/vkf/bench/shapes.h"
 #include "engine/device.h"
 #include "engine/ops/matmul_choice.h"
 #include "model/config.h"
+#include "tune/model_tuner.h"
 
 namespace vkf::app {
 
@@ -42,7 +42,7 @@ struct ModelWork {
 tune::TuneShapes model_tune_shapes(const model::ModelConfig& config, const ModelWork& work,
                                    const DeviceInfo& info);
 
-// The f32 matmul shapes of the benchmark's `suite` (bench/suite/shapes.h) up to 2^32 m n k
+// The f32 matmul shapes of the benchmark's `suite` (apps/vkf/bench/shapes.h) up to 2^32 m n k
 // (beyond, one run of the default alone takes seconds on a CPU device, and the shape classes
 // are the same): what `vkf bench --tune auto` and `vkf tune` without a model search.
 tune::TuneShapes bench_tune_shapes(bench::Suite suite);

@@ -1,4 +1,4 @@
-// vkf bench (bench/suite, apps/vkf/cmd_bench.cpp): the result file's schema and round trip, the
+// vkf bench (apps/vkf/bench, apps/vkf/cmd_bench.cpp): the result file's schema and round trip, the
 // quick suite on the test device with every row checked, a deliberately wrong kernel (the
 // --wrong-kernel test hook) that must FAIL with a non-zero exit, and `compare` on files from
 // two devices (lavapipe at two vector widths, and two logical devices in one file). The HTML
@@ -11,8 +11,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "bench/suite/compare.h"
-#include "bench/suite/report.h"
+#include "apps/vkf/bench/compare.h"
+#include "apps/vkf/bench/report.h"
 #include "engine/error.h"
 #include "tests/support/small_corpus.h"
 

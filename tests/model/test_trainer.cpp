@@ -13,7 +13,7 @@
 #include "model/scorer.h"
 #include "model/train/train_state.h"
 #include "model/train/trainer.h"
-#include "tests/reference/transformer.h"
+#include "reference/transformer.h"
 #include "tests/support/small_run.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/vk_test.h"

@@ -10,7 +10,7 @@
 #include "engine/tuning.h"
 #include "model/optimizer.h"
 #include "model/train_graph.h"
-#include "tests/reference/transformer.h"
+#include "reference/transformer.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;

@@ -33,12 +33,12 @@ VKF_TEST_CASE("relu backward with f16 storage masks as the f32 kernel does",
     for (uint32_t i = 0; i < n; i += 3) h[i] = std::max(h[i], 0.0f);
     for (uint32_t i = 1; i < n; i += 7) h[i] = 6e-8f;  // an f16 subnormal: still positive
     const auto dh = test::stored(test::random_floats(n, n + 1), DType::f16);
-    Buffer bh = test::upload_as(dev, h, DType::f16, "h");
-    Buffer bdh = test::upload_as(dev, dh, DType::f16, "dh");
+    Buffer bh = test::upload_stored(dev, h, DType::f16, "h");
+    Buffer bdh = test::upload_stored(dev, dh, DType::f16, "dh");
     Recorder rec(dev);
     ops::relu_backward(dev, rec, bh, bdh, n, DType::f16);
     rec.finish().run();
-    const auto got = test::download_as(dev, bdh, n, DType::f16);
+    const auto got = test::download_stored(dev, bdh, n, DType::f16);
     std::vector<double> want(n);
     for (uint32_t i = 0; i < n; ++i) want[i] = h[i] > 0 ? dh[i] : 0.0;
     CHECK(test::tolerance_ratio(got, want, 1e-30, 0) <= 1.0);  // exact: a select

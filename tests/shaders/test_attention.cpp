@@ -1,5 +1,5 @@
 // Fused attention (engine/ops/attention.h) against the double reference
-// (tests/reference/attention.h): forward and backward on random shapes (cross attention, lengths
+// (reference/attention.h): forward and backward on random shapes (cross attention, lengths
 // that are no tile multiple, per-batch padding, causal, dropout), both kernel paths (tiled and
 // rows, ops::AttentionPath) with every tile / rows-per-lane configuration, strided layouts, f16
 // storage, fully masked rows, and finite-difference gradient checks.
@@ -13,8 +13,8 @@
 #include "engine/ops/attention.h"
 #include "engine/ops/basic.h"
 #include "engine/step_scalars.h"
-#include "tests/reference/attention.h"
-#include "tests/reference/matmul.h"  // to_half, from_half
+#include "reference/attention.h"
+#include "reference/matmul.h"  // to_half, from_half
 #include "tests/support/vk_test.h"
 
 using namespace vkf;

@@ -7,8 +7,8 @@
 
 #include "engine/ops/embedding.h"
 #include "engine/step_scalars.h"
-#include "tests/reference/embedding.h"
-#include "tests/reference/layer_norm.h"
+#include "reference/embedding.h"
+#include "reference/layer_norm.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
@@ -79,10 +79,10 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4, uint32_t dropout
   const auto& s = c.shape;
   const size_t n = size_t{s.tokens} * s.d;
   Buffer tokens = upload(dev, data.tokens, "tokens"), pos = upload(dev, data.positions, "pos");
-  Buffer table = test::upload_as(dev, data.table, c.table_dtype, "table");
+  Buffer table = test::upload_stored(dev, data.table, c.table_dtype, "table");
   Buffer pos_table = c.learned ? upload(dev, data.pos_table, "pos_table") : Buffer{};
-  Buffer out = test::upload_as(dev, std::vector<float>(n, test::poison(c.dtype)), c.dtype, "out");
-  Buffer dout = test::upload_as(dev, data.dout, c.dtype, "dout");
+  Buffer out = test::upload_stored(dev, std::vector<float>(n, test::poison(c.dtype)), c.dtype, "out");
+  Buffer dout = test::upload_stored(dev, data.dout, c.dtype, "dout");
   Buffer dtable = upload(dev, data.dtable0, "dtable");
   Buffer dpos = c.learned ? upload(dev, data.dpos0, "dpos") : Buffer{};
   Buffer scratch =
@@ -133,7 +133,7 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4, uint32_t dropout
   rec.finish().run();
 
   Got g;
-  g.out = test::download_as(dev, out, n, c.dtype);
+  g.out = test::download_stored(dev, out, n, c.dtype);
   g.dtable = dev.download<float>(dtable, size_t{s.vocab} * s.d);
   if (c.learned) g.dpos = dev.download<float>(dpos, size_t{s.max_len} * s.d);
   return g;

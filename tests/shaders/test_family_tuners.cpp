@@ -1,7 +1,7 @@
 // The tuning of the op families after matmul: attention (path and tiles per kernel), LayerNorm
 // and cross-entropy (reduction and workgroup size). Which configuration each op runs and why
 // (engine/ops/*_choice.h: forced, tuned or the default), that the ops run the device's tuning
-// bit for bit as the same configuration forced, the tuners (bench/tune/) driven by a fake timer
+// bit for bit as the same configuration forced, the tuners (tune/) driven by a fake timer
 // and their correctness guards, the model-wide budget, and the tuning file's new entries.
 #include <algorithm>
 #include <cstring>
@@ -11,13 +11,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "bench/tune/attention_candidates.h"
-#include "bench/tune/attention_check.h"
-#include "bench/tune/family_tuners.h"
-#include "bench/tune/matmul_candidates.h"
-#include "bench/tune/model_tuner.h"
-#include "bench/tune/row_candidates.h"
-#include "bench/tune/row_checks.h"
 #include "engine/ops/attention_choice.h"
 #include "engine/ops/layer_norm.h"
 #include "engine/ops/layer_norm_choice.h"
@@ -30,6 +23,13 @@
 #include "tests/support/fake_devices.h"
 #include "tests/support/small_corpus.h"
 #include "tests/support/vk_test.h"
+#include "tune/attention_candidates.h"
+#include "tune/attention_check.h"
+#include "tune/family_tuners.h"
+#include "tune/matmul_candidates.h"
+#include "tune/model_tuner.h"
+#include "tune/row_candidates.h"
+#include "tune/row_checks.h"
 
 using namespace vkf;
 

@@ -8,7 +8,7 @@
 #include "engine/ops/adam.h"
 #include "engine/ops/basic.h"
 #include "engine/step_scalars.h"
-#include "tests/reference/optim.h"
+#include "reference/optim.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;

@@ -11,7 +11,7 @@
 #include "engine/philox.h"
 #include "engine/step_scalars.h"
 #include "engine/tuning.h"
-#include "tests/reference/layer_norm.h"
+#include "reference/layer_norm.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
@@ -37,11 +37,11 @@ Buffer step_buffer(Device& dev, uint32_t seed, uint32_t step, uint32_t dropout_r
 }
 
 Buffer upload(Device& dev, const std::vector<float>& v, const char* what, DType t = DType::f32) {
-  return test::upload_as(dev, v, t, what);
+  return test::upload_stored(dev, v, t, what);
 }
 
 std::vector<float> download(Device& dev, const Buffer& b, size_t n, DType t = DType::f32) {
-  return test::download_as(dev, b, n, t);
+  return test::download_stored(dev, b, n, t);
 }
 
 using test::has_storage16;

@@ -12,8 +12,8 @@
 #include "engine/ops/loss.h"
 #include "engine/ops/loss_choice.h"
 #include "engine/step_scalars.h"
-#include "tests/reference/layer_norm.h"  // to_double
-#include "tests/reference/loss.h"
+#include "reference/layer_norm.h"  // to_double
+#include "reference/loss.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
@@ -110,15 +110,15 @@ CeOutputs run_cross_entropy(const CeProblem& pr, const ops::RowKernelConfig& cfg
   Device& dev = test::device();
   const size_t n = pr.logits.size();
   Buffer step = step_buffer(dev, pr.grad_scale);
-  Buffer bl = test::upload_as(dev, pr.logits, t, "logits");
+  Buffer bl = test::upload_stored(dev, pr.logits, t, "logits");
   Buffer bt = dev.allocate(pr.rows * 4, "targets");
   dev.upload(bt, pr.targets);
   Buffer bloss =
-      test::upload_as(dev, std::vector<float>(pr.rows, test::k_poison), DType::f32, "row loss");
+      test::upload_stored(dev, std::vector<float>(pr.rows, test::k_poison), DType::f32, "row loss");
   Buffer blogp =
-      test::upload_as(dev, std::vector<float>(pr.rows, test::k_poison), DType::f32, "row logp");
-  Buffer bd = test::upload_as(dev, std::vector<float>(n, test::poison(t)), t, "dlogits");
-  Buffer btot = test::upload_as(dev, std::vector<float>(4, test::k_poison), DType::f32, "totals");
+      test::upload_stored(dev, std::vector<float>(pr.rows, test::k_poison), DType::f32, "row logp");
+  Buffer bd = test::upload_stored(dev, std::vector<float>(n, test::poison(t)), t, "dlogits");
+  Buffer btot = test::upload_stored(dev, std::vector<float>(4, test::k_poison), DType::f32, "totals");
   ops::CrossEntropyArgs a{.dtype = t,
                           .logits = bl,
                           .targets = bt,
@@ -148,8 +148,8 @@ CeOutputs run_cross_entropy(const CeProblem& pr, const ops::RowKernelConfig& cfg
   CeOutputs o;
   o.loss = dev.download<float>(bloss, pr.rows);
   o.logp = dev.download<float>(blogp, pr.rows);
-  o.logits = test::download_as(dev, bl, n, t);
-  if (grad == Grad::separate) o.dlogits = test::download_as(dev, bd, n, t);
+  o.logits = test::download_stored(dev, bl, n, t);
+  if (grad == Grad::separate) o.dlogits = test::download_stored(dev, bd, n, t);
   if (grad == Grad::in_place) o.dlogits = o.logits;
   o.totals = dev.download<ops::CrossEntropyTotals>(btot, 1)[0];
   return o;
@@ -498,20 +498,20 @@ void check_log_softmax(DType t) {
   for (auto [rows, cols] : k_shapes) {
     auto x = test::stored(test::random_floats(size_t{rows} * cols, rows + cols, -8.0f, 8.0f), t);
     auto want = ref::log_softmax(x, rows, cols);
-    Buffer bx = test::upload_as(dev, x, t, "x");
-    Buffer by = test::upload_as(dev, x, t, "y");
+    Buffer bx = test::upload_stored(dev, x, t, "x");
+    Buffer by = test::upload_stored(dev, x, t, "y");
     for (const auto& cfg : all_configs(dev, false))
       for (bool in_place : {false, true}) {
         INFO("[" << rows << ", " << cols << "] " << describe(cfg) << (in_place ? " in place" : "")
                  << " " << dtype_name(t));
-        test::upload_as(dev, bx, x, t);
-        test::upload_as(dev, by, std::vector<float>(x.size(), test::poison(t)), t);
+        test::upload_stored(dev, bx, x, t);
+        test::upload_stored(dev, by, std::vector<float>(x.size(), test::poison(t)), t);
         const Buffer& y = in_place ? bx : by;
         Recorder rec(dev);
         ops::log_softmax(dev, rec,
                          {.dtype = t, .x = bx, .y = y, .rows = rows, .cols = cols, .config = cfg});
         rec.finish().run();
-        CHECK(within(test::download_as(dev, y, x.size(), t), want, log_softmax_tolerance(t)));
+        CHECK(within(test::download_stored(dev, y, x.size(), t), want, log_softmax_tolerance(t)));
       }
   }
 }
@@ -520,13 +520,13 @@ void check_log_softmax(DType t) {
 std::vector<float> run_log_softmax(const std::vector<float>& x, uint32_t rows, uint32_t cols,
                                    const ops::RowKernelConfig& cfg, DType t) {
   Device& dev = test::device();
-  Buffer bx = test::upload_as(dev, x, t, "x");
-  Buffer by = test::upload_as(dev, std::vector<float>(x.size(), test::poison(t)), t, "y");
+  Buffer bx = test::upload_stored(dev, x, t, "x");
+  Buffer by = test::upload_stored(dev, std::vector<float>(x.size(), test::poison(t)), t, "y");
   Recorder rec(dev);
   ops::log_softmax(dev, rec,
                    {.dtype = t, .x = bx, .y = by, .rows = rows, .cols = cols, .config = cfg});
   rec.finish().run();
-  return test::download_as(dev, by, x.size(), t);
+  return test::download_stored(dev, by, x.size(), t);
 }
 
 }  // namespace
@@ -550,7 +550,7 @@ void check_log_sum_exp(DType t) {
   for (auto [rows, cols] : k_shapes) {
     auto x = test::stored(test::random_floats(size_t{rows} * cols, rows + cols, -8.0f, 8.0f), t);
     auto want = ref::row_log_sum_exp(x, rows, cols);
-    Buffer bx = test::upload_as(dev, x, t, "x");
+    Buffer bx = test::upload_stored(dev, x, t, "x");
     Buffer lse = dev.allocate(uint64_t{rows} * 4, "lse");
     for (const auto& cfg : all_configs(dev, false)) {
       INFO("[" << rows << ", " << cols << "] " << describe(cfg) << " " << dtype_name(t));

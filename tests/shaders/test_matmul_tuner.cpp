@@ -6,9 +6,6 @@
 #include <map>
 #include <set>
 
-#include "bench/tune/matmul_candidates.h"
-#include "bench/tune/matmul_check.h"
-#include "bench/tune/matmul_tuner.h"
 #include "engine/ops/matmul.h"
 #include "engine/shader_registry.h"
 #include "engine/tuning.h"
@@ -16,6 +13,9 @@
 #include "tests/support/fake_devices.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/vk_test.h"
+#include "tune/matmul_candidates.h"
+#include "tune/matmul_check.h"
+#include "tune/matmul_tuner.h"
 
 using namespace vkf;
 

@@ -13,8 +13,8 @@
 #include "engine/ops/topk.h"
 #include "engine/ops/topk_choice.h"
 #include "engine/tuning.h"
-#include "tests/reference/loss.h"
-#include "tests/reference/topk.h"
+#include "reference/loss.h"
+#include "reference/topk.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
@@ -121,7 +121,7 @@ VKF_TEST_CASE("fp16 values drained into fp32 accumulators", "[shaders][small_ops
   for (uint32_t n : {1u, 7u, 100001u}) {
     const auto x = test::stored(test::random_floats(n, n, -300.0f, 300.0f), DType::f16);
     const auto y0 = test::random_floats(n, n + 1, -1.0f, 1.0f);
-    Buffer bx = test::upload_as(dev, x, DType::f16, "x");
+    Buffer bx = test::upload_stored(dev, x, DType::f16, "x");
     Buffer by = dev.allocate(uint64_t{n} * 4 + 4, "y");
     dev.upload(by, y0);
     dev.upload(by.ref().slice(uint64_t{n} * 4, 4), std::vector<float>{test::k_poison});
@@ -135,7 +135,7 @@ VKF_TEST_CASE("fp16 values drained into fp32 accumulators", "[shaders][small_ops
     CHECK(test::tolerance_ratio(std::vector<float>(y.begin(), y.begin() + n), want, 1e-30,
                                 std::ldexp(1.0, -24)) <= 1.0);
     CHECK(y[n] == test::k_poison);  // nothing written past n
-    const auto drained = test::download_as(dev, bx, n, DType::f16);
+    const auto drained = test::download_stored(dev, bx, n, DType::f16);
     CHECK(std::all_of(drained.begin(), drained.end(), [](float v) { return v == 0.0f; }));
   }
 }
@@ -251,7 +251,7 @@ struct TopKResult {
 TopKResult run_topk(const std::vector<float>& x, const TopKCase& c, const ops::TopKConfig& cfg,
                     DType t, bool log_softmax = false) {
   Device& dev = test::device();
-  Buffer bx = test::upload_as(dev, x, t, "x");
+  Buffer bx = test::upload_stored(dev, x, t, "x");
   Buffer bv = dev.allocate(c.rows * c.k * 4, "values"), bi = dev.allocate(c.rows * c.k * 4, "idx");
   // An automatic configuration's scratch is the one the device's tuning (or default) needs.
   uint64_t scratch_bytes =

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "reference/stored.h"
 
 namespace vkf::test {
 
@@ -13,16 +14,13 @@ namespace vkf::test {
 // without running.
 bool has_storage16();
 
-// v as the device stores it in t: f16 rounds each value to nearest even, f32 keeps it.
-std::vector<float> stored(std::vector<float> v, DType t);
+// Values as stored, random inputs, uploads and downloads in either type: reference/stored.h,
+// shared with `vkf bench` and the tuner.
+using ref::download_stored;
+using ref::stored;
+using ref::upload_stored;
 
 // A value no kernel writes, representable in t (f16 cannot hold k_poison).
 float poison(DType t);
-
-// A buffer of exactly v.size() elements of t (at least one), so that the ops' size checks are
-// exercised; upload_as overwrites an existing one.
-Buffer upload_as(Device& dev, const std::vector<float>& v, DType t, const char* what);
-void upload_as(Device& dev, const BufferRef& b, const std::vector<float>& v, DType t);
-std::vector<float> download_as(Device& dev, const BufferRef& b, size_t n, DType t);
 
 }  // namespace vkf::test

@@ -1,0 +1,129 @@
+#include "tune/model_tuner.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+namespace vkf::tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Job {
+  std::string name;  // "<family> <class>"
+  int family;        // the jobs of a family are adjacent
+  // Searches until the deadline, adds its entry to the file, returns its untried count.
+  std::function<uint32_t(Clock::time_point, const StepReport&, TuningFile&)> run;
+};
+
+// One job a shape class: the first shape of each class is the one timed.
+template <class P, class F>
+void add_jobs(std::vector<Job>& jobs, const char* family, const std::vector<P>& shapes,
+              const std::function<std::string(const P&)>& cls, F run) {
+  std::set<std::string> seen;
+  const int index = jobs.empty() ? 0 : jobs.back().family + 1;
+  for (const P& p : shapes)
+    if (seen.insert(cls(p)).second)
+      jobs.push_back({std::string(family) + " " + cls(p), index,
+                      [p, run](Clock::time_point deadline, const StepReport& step, TuningFile& f) {
+                        return run(p, deadline, step, f);
+                      }});
+}
+
+}  // namespace
+
+TuneReport tune_model(Device& dev, const TuneShapes& shapes, Timer& timer,
+                      const TunerOptions& options) {
+  TuneReport report;
+  report.file.key = TuningKey::of(dev.info());
+  std::vector<Job> jobs;
+  add_jobs(
+      jobs, "matmul", shapes.matmul,
+      std::function<std::string(const ops::MatmulProblem&)>(ops::matmul_shape_class),
+      [&](const ops::MatmulProblem& p, Clock::time_point d, const StepReport& s, TuningFile& f) {
+        f.matmul.push_back(tune_matmul(dev, p, timer, options, d, s));
+        return f.matmul.back().untried;
+      });
+  add_jobs(jobs, "attention", shapes.attention,
+           std::function<std::string(const AttentionWork&)>(
+               [](const AttentionWork& w) { return ops::attention_shape_class(w.problem); }),
+           [&](const AttentionWork& w, Clock::time_point d, const StepReport& s, TuningFile& f) {
+             f.attention.push_back(tune_attention(dev, w, timer, options, d, s));
+             return f.attention.back().untried;
+           });
+  add_jobs(
+      jobs, "layer_norm", shapes.layer_norm,
+      std::function<std::string(const ops::LayerNormProblem&)>(ops::layer_norm_shape_class),
+      [&](const ops::LayerNormProblem& p, Clock::time_point d, const StepReport& s, TuningFile& f) {
+        f.layer_norm.push_back(tune_layer_norm(dev, p, timer, options, d, s));
+        return f.layer_norm.back().untried;
+      });
+  add_jobs(
+      jobs, "cross_entropy", shapes.cross_entropy,
+      std::function<std::string(const ops::CrossEntropyProblem&)>(ops::cross_entropy_shape_class),
+      [&](const ops::CrossEntropyProblem& p, Clock::time_point d, const StepReport& s,
+          TuningFile& f) {
+        f.cross_entropy.push_back(tune_cross_entropy(dev, p, timer, options, d, s));
+        return f.cross_entropy.back().untried;
+      });
+  add_jobs(jobs, "topk", shapes.topk,
+           std::function<std::string(const ops::TopKProblem&)>(ops::topk_shape_class),
+           [&](const ops::TopKProblem& p, Clock::time_point d, const StepReport& s, TuningFile& f) {
+             f.topk.push_back(tune_topk(dev, p, timer, options, d, s));
+             return f.topk.back().untried;
+           });
+  add_jobs(jobs, "adam", shapes.adam,
+           std::function<std::string(const ops::AdamProblem&)>(ops::adam_shape_class),
+           [&](const ops::AdamProblem& p, Clock::time_point d, const StepReport& s, TuningFile& f) {
+             f.adam.push_back(tune_adam(dev, p, timer, options, d, s));
+             return f.adam.back().untried;
+           });
+
+  const Clock::time_point start = Clock::now();
+  const auto seconds_since = [&](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  const int families = jobs.empty() ? 0 : jobs.back().family + 1;
+  Clock::time_point family_end = start;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const double left = options.budget_seconds - seconds_since(start);
+    if (left <= 0) {  // the budget is spent: the rest keep their defaults
+      for (size_t r = j; r < jobs.size(); ++r) report.skipped.push_back(jobs[r].name);
+      break;
+    }
+    // Each family an even share of what is left when it starts, each of its classes an even
+    // share of what is left of the family's: a search finished early leaves its time to the rest.
+    if (j == 0 || jobs[j].family != jobs[j - 1].family)
+      family_end = Clock::now() +
+                   std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(left / double(families - jobs[j].family)));
+    // A family past its share (its searches overran: a candidate's default run and check are
+    // never cut short) leaves its other classes at the defaults rather than take the next
+    // family's time; its first class is always searched.
+    const bool first_of_family = j == 0 || jobs[j].family != jobs[j - 1].family;
+    if (!first_of_family && Clock::now() >= family_end) {
+      report.skipped.push_back(jobs[j].name);
+      continue;
+    }
+    size_t in_family = 0;
+    for (size_t r = j; r < jobs.size() && jobs[r].family == jobs[j].family; ++r) ++in_family;
+    const Clock::time_point now = Clock::now();
+    const Clock::time_point deadline =
+        family_end > now ? now + (family_end - now) / int64_t(in_family) : now;
+    auto step = [&](size_t i, size_t n, const std::string& best) {
+      if (!options.progress) return;
+      Progress pr{j, jobs.size(), i, n, jobs[j].name, best, 0};
+      // By candidates, or by the budget where that is further, but never past this class.
+      const double by_time = seconds_since(start) / options.budget_seconds;
+      const double by_count =
+          (double(j) + double(i) / double(std::max<size_t>(n, 1))) / double(jobs.size());
+      pr.fraction = std::max(by_count, std::min(by_time, double(j + 1) / double(jobs.size())));
+      options.progress(pr);
+    };
+    report.untried += jobs[j].run(deadline, step, report.file);
+  }
+  if (options.progress) options.progress({jobs.size(), jobs.size(), 0, 0, "", "", 1.0});
+  return report;
+}
+
+}  // namespace vkf::tune
