@@ -5,6 +5,7 @@
 #                                                  the headers include each other by
 #   lib/libvkformer_engine.a, libvkformer_model.a  (.so with -DBUILD_SHARED_LIBS=ON); the
 #                                                  shaders' SPIR-V is inside the engine library
+#   lib/libvkformer_tune.a, libvkformer_reference.a  the tuner the model links privately
 #   lib/cmake/vkformer/                            find_package(vkformer): vkformer::engine,
 #                                                  vkformer::model
 #   lib/pkgconfig/vkformer.pc                      pkg-config vkformer
@@ -19,6 +20,10 @@ set_target_properties(vkf_engine PROPERTIES EXPORT_NAME engine OUTPUT_NAME vkfor
                                             VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
 set_target_properties(vkf_model PROPERTIES EXPORT_NAME model OUTPUT_NAME vkformer_model
                                            VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+# The tuner and the op references it checks candidates against: the model links them privately
+# (model/tuning.h), so a static model needs them on the link line too.
+set_target_properties(vkf_tune PROPERTIES EXPORT_NAME tune OUTPUT_NAME vkformer_tune)
+set_target_properties(vkf_reference PROPERTIES EXPORT_NAME reference OUTPUT_NAME vkformer_reference)
 # The same names inside this build, so that code written against the package builds here too.
 add_library(vkformer::engine ALIAS vkf_engine)
 add_library(vkformer::model ALIAS vkf_model)
@@ -28,7 +33,7 @@ if(BUILD_SHARED_LIBS)
   set_target_properties(vkf PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 endif()
 
-install(TARGETS vkf_engine vkf_model EXPORT vkformerTargets
+install(TARGETS vkf_engine vkf_reference vkf_tune vkf_model EXPORT vkformerTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
@@ -65,10 +70,12 @@ if(BUILD_SHARED_LIBS)
   set(VKF_PC_REQUIRES "vulkan nlohmann_json")
   set(VKF_PC_REQUIRES_PRIVATE "sentencepiece")
   set(VKF_PC_LIBS_EXTRA "")
+  set(VKF_PC_INTERNAL_LIBS "")
 else()
   set(VKF_PC_REQUIRES "vulkan nlohmann_json sentencepiece")
   set(VKF_PC_REQUIRES_PRIVATE "")
   set(VKF_PC_LIBS_EXTRA "${VKF_PC_MPI_LIBS} -lstdc++ -lm")
+  set(VKF_PC_INTERNAL_LIBS "-lvkformer_tune -lvkformer_reference")
 endif()
 # An absolute CMAKE_INSTALL_LIBDIR is used as it is; a relative one goes under ${prefix}, which
 # pkg-config can relocate (--define-prefix).

@@ -60,6 +60,16 @@ ops::MatmulArgs forward_args(uint32_t in, uint32_t out, uint32_t rows, DType dty
   return a;
 }
 
+// dx[rows, in] = dy[rows, out] W[out, in], without its buffers (beta: linear_backward's).
+ops::MatmulArgs input_gradient_args(uint32_t in, uint32_t out, uint32_t rows, DType dtype) {
+  ops::MatmulArgs gx;
+  gx.m = rows;
+  gx.n = in;
+  gx.k = out;
+  gx.dtype = dtype;
+  return gx;
+}
+
 // dW[out, in] += dy^T[out, rows] x[rows, in], without its buffers.
 ops::MatmulArgs weight_gradient_args(uint32_t in, uint32_t out, uint32_t rows, DType dtype) {
   ops::MatmulArgs gw;
@@ -114,15 +124,11 @@ void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRe
                      const BufferRef& dy, const BufferRef& dx, bool accumulate_dx,
                      const BufferRef& dweight, const BufferRef& dbias, const BufferRef& ones,
                      uint32_t rows, const BufferRef& workspace) {
-  ops::MatmulArgs gx;  // dx[rows, in] = dy[rows, out] W[out, in]
+  ops::MatmulArgs gx = input_gradient_args(l.in, l.out, rows, l.dtype);
   gx.a = dy;
   gx.b = l.weight;
   gx.c = dx;
-  gx.m = rows;
-  gx.n = l.in;
-  gx.k = l.out;
   gx.beta = accumulate_dx ? 1.0f : 0.0f;
-  gx.dtype = l.dtype;
   ops::matmul(dev, rec, gx);
 
   // The gradients' k is the rows: long, while C (out x in, or 1 x out) may have too few tiles to
@@ -147,6 +153,24 @@ uint64_t linear_backward_workspace_bytes(const Device& dev, uint32_t in, uint32_
   return std::max(
       ops::matmul_split_k(dev, weight_gradient_args(in, out, rows, dtype), true).workspace_bytes,
       ops::matmul_split_k(dev, bias_gradient_args(out, rows, dtype), true).workspace_bytes);
+}
+
+std::vector<ops::MatmulProblem> linear_matmul_problems(uint32_t in, uint32_t out, uint32_t rows,
+                                                       DType dtype, bool training,
+                                                       bool forward_workspace) {
+  auto problem = [](const ops::MatmulArgs& a, bool workspace) {
+    ops::MatmulProblem p = ops::matmul_problem(a);
+    p.workspace = workspace;
+    return p;
+  };
+  std::vector<ops::MatmulProblem> out_problems{
+      problem(forward_args(in, out, rows, dtype), forward_workspace)};
+  if (training) {
+    out_problems.push_back(problem(input_gradient_args(in, out, rows, dtype), false));
+    // The weight gradient's C has too few tiles: training gives it a workspace to split k in.
+    out_problems.push_back(problem(weight_gradient_args(in, out, rows, dtype), true));
+  }
+  return out_problems;
 }
 
 ops::AttentionLayout heads_layout(uint32_t len, uint32_t heads, uint32_t dh) {

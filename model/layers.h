@@ -11,6 +11,7 @@
 
 #include "engine/device.h"
 #include "engine/ops/attention.h"
+#include "engine/ops/matmul_choice.h"
 #include "engine/recorder.h"
 #include "model/device_weights.h"
 
@@ -66,6 +67,13 @@ void linear_backward(Device& dev, Recorder& rec, const Linear& l, const BufferRe
                      const BufferRef& dy, const BufferRef& dx, bool accumulate_dx,
                      const BufferRef& dweight, const BufferRef& dbias, const BufferRef& ones,
                      uint32_t rows, const BufferRef& workspace = {});
+// The matmul problems a Linear of `in` -> `out` features runs over `rows` rows, as
+// linear_forward and linear_backward state them: y = x W^T (with a split-k workspace where
+// `forward_workspace`: decoding gives one) and, training, dx = dy W and dW += dy^T x (with
+// the workspace training gives it). What the model tells the tuner (model/op_problems.h).
+std::vector<ops::MatmulProblem> linear_matmul_problems(uint32_t in, uint32_t out, uint32_t rows,
+                                                       DType dtype, bool training,
+                                                       bool forward_workspace);
 // The split-k workspace linear_backward's gradient matmuls would use for a layer of `in` ->
 // `out` features over `rows` rows (ops::matmul_split_k): 0 where neither splits.
 uint64_t linear_backward_workspace_bytes(const Device& dev, uint32_t in, uint32_t out,

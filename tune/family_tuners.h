@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "engine/device.h"
+#include "engine/ops/op_problems.h"
 #include "engine/tuning_file.h"
 #include "tune/matmul_tuner.h"
 #include "tune/search.h"
@@ -14,11 +15,8 @@
 
 namespace vkf::tune {
 
-// An attention problem with the batch and heads it is timed at (the shape class leaves them out).
-struct AttentionWork {
-  ops::AttentionProblem problem;
-  uint32_t batch = 1, heads = 1;
-};
+// An attention problem with the batch and heads it is timed at.
+using ops::AttentionWork;
 
 // The backward kernels are timed within the whole backward (the delta kernel and the other
 // kernel at its default run too), so their speed-ups are of the backward, not of one kernel.

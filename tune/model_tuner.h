@@ -10,19 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/op_problems.h"
 #include "tune/family_tuners.h"
 #include "tune/matmul_tuner.h"
 
 namespace vkf::tune {
 
-struct TuneShapes {
-  std::vector<ops::MatmulProblem> matmul;
-  std::vector<AttentionWork> attention;
-  std::vector<ops::LayerNormProblem> layer_norm;
-  std::vector<ops::CrossEntropyProblem> cross_entropy;
-  std::vector<ops::TopKProblem> topk;  // decoding: beam search's candidates
-  std::vector<ops::AdamProblem> adam;  // training: the optimizer over the parameters
-};
+// The problems to tune, by family: a model's (model/op_problems.h) or a benchmark's.
+using TuneShapes = ops::OpProblems;
 
 struct TuneReport {
   TuningFile file;  // keyed to the device

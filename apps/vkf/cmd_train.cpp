@@ -158,24 +158,16 @@ int run_train(TrainArgs& a) {
   o.stop_requested = &install_stop_handler();
   std::vector<std::unique_ptr<Device>> devices;
   std::vector<Device*> replicas;
-  // The shapes to tune for: the model's, with the vocabulary's size (the vocabulary exists by
-  // now: trained above if it was missing) for the output projection and the loss; up to 4096
-  // rows, which share their shape classes with larger batches, over sentences of the
-  // benchmark's length, in the storage each device trains in.
-  model::ModelConfig shapes = o.config;
-  shapes.vocab_size = model::Tokenizer::load(o.vocab).vocab_size();
   for (const auto& sel : selectors) {
     devices.push_back(open_device(sel));
     replicas.push_back(devices.back().get());
-    const DType dtype =
-        model::activation_dtype(model::resolve_precision(o.precision, devices.back()->info()));
-    apply_tuning(*devices.back(), a.tune,
-                 model_tune_shapes(shapes,
-                                   {uint32_t(std::min<int64_t>(o.batching.max_tokens, 4096)),
-                                    bench::k_train_len, true, dtype},
-                                   devices.back()->info()),
-                 "vkf train");
   }
+  // The trainer tunes each device once it knows the precision it trains in; every process says
+  // what its devices run, as `vkf translate` does.
+  o.tuning = tuning_choice(a.tune);
+  o.tuning_note = [](const std::string& line) {
+    std::fprintf(stderr, "vkf train: %s\n", line.c_str());
+  };
   model::TrainSummary s = model::train(replicas, o);
   if (s.interrupted && s.last_checkpoint.empty()) {
     std::fprintf(stderr, "stopped by signal before the first step: nothing to resume from\n");

@@ -81,14 +81,13 @@ int run(const TranslateArgs& args) {
   auto m = model::load_model(args.model, args.vocab);
   auto instance = std::make_shared<Instance>(tool::instance_options());
   auto dev = Device::create(instance, tool::device_options({.selector = args.device}));
-  // Decoder steps run beam x batch rows; the encoder more, which the same classes cover.
   const model::Precision precision = model::resolve_precision(precision_choice, dev->info());
   apply_tuning(*dev, args.tune,
-               model_tune_shapes(m.checkpoint.config,
-                                 {uint32_t(args.options.beam * args.options.batch_size),
-                                  bench::k_train_len, false, model::activation_dtype(precision),
-                                  uint32_t(args.options.beam), uint32_t(args.options.batch_size)},
-                                 dev->info()),
+               model::model_op_problems(m.checkpoint.config,
+                                        model::decoding_work(uint32_t(args.options.beam),
+                                                             uint32_t(args.options.batch_size),
+                                                             model::activation_dtype(precision)),
+                                        dev->info()),
                "vkf translate");
   // Weights only: no training state.
   model::DeviceWeights params(*dev, m.checkpoint.config, 0, precision);

@@ -72,7 +72,7 @@ tune::TuneShapes model_shapes(const TuneArgs& a, const DeviceInfo& info) {
   // f32, the storage the model trains in; --dtype adds f16 (in_storage). And the top-k of
   // `vkf translate`'s defaults (beam 4, 32 sentences a batch).
   const model::decode::TranslateOptions translate;
-  return model_tune_shapes(
+  return model::model_op_problems(
       c, {tokens, a.len, true, DType::f32, translate.beam, translate.batch_size}, info);
 }
 

@@ -4,9 +4,9 @@
 // says which. auto: the tuning file in the cache directory when it matches this device and
 // driver, else a short tuning run first (the first run on a new driver) over every family the
 // command runs, written there; off: the tables; FILE: that file (an error when it cannot be
-// read; another device's or driver's is ignored, with a note). The shapes a model runs are
-// built here for `vkf tune` too, so that auto's first run and `vkf tune --preset` search the
-// same classes.
+// read; another device's or driver's is ignored, with a note). The model states the problems
+// it runs (model/op_problems.h), so auto's first run and `vkf tune --preset` search the same
+// classes; what is left here is the tools' side: the flag, VKF_TUNE_BUDGET and the log line.
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
@@ -14,7 +14,8 @@
 #include "apps/vkf/bench/shapes.h"
 #include "engine/device.h"
 #include "engine/ops/matmul_choice.h"
-#include "model/config.h"
+#include "model/op_problems.h"
+#include "model/tuning.h"
 #include "tune/model_tuner.h"
 
 namespace vkf::app {
@@ -22,35 +23,19 @@ namespace vkf::app {
 // Adds --tune (default: VKF_TUNE, else auto) to `sub`.
 void add_tune_option(CLI::App& sub, std::string& value);
 
-// What a model runs, for the tuner: `tokens` rows a step (a batch), sentences of `len` tokens,
-// training (forward and backward) or translating (forward; the decoder's one-row attention steps
-// run fixed tiles and are not searched), in `dtype` storage.
-struct ModelWork {
-  uint32_t tokens = 0, len = 0;
-  bool training = true;
-  DType dtype = DType::f32;
-  // Decoding: the beam search's top-k over the vocabulary each step, at beam x sentences rows
-  // (0: none; it runs on fp32 log-probabilities whatever the storage).
-  uint32_t beam = 0, sentences = 0;
-};
-
-// The shapes of every family a model of `config` runs: its Linears' matmuls (forward A B^T;
-// training adds the input and weight gradients, A B and A^T B), the encoder's and decoder's
-// attention (each kernel: forward, dK/dV, dQ), LayerNorm over d_model and, training, the loss
-// over the vocabulary and Adam over the parameters and, decoding, the beam's top-k (none of
-// these three when config.vocab_size is 0).
-tune::TuneShapes model_tune_shapes(const model::ModelConfig& config, const ModelWork& work,
-                                   const DeviceInfo& info);
-
 // The f32 matmul shapes of the benchmark's `suite` (apps/vkf/bench/shapes.h) up to 2^32 m n k
 // (beyond, one run of the default alone takes seconds on a CPU device, and the shape classes
 // are the same): what `vkf bench --tune auto` and `vkf tune` without a model search.
 tune::TuneShapes bench_tune_shapes(bench::Suite suite);
 
-// Applies `choice` to `dev` (Device::set_tuning) and prints one line to stderr, "<who>:
-// kernels tuned (FILE)" or "<who>: kernels default (why)" (every family the file holds). `shapes`:
-// what auto tunes when there is no file, within VKF_TUNE_BUDGET seconds (default 30). auto looks
-// in `cache_dir` ("": the device's pipeline cache directory).
+// --tune's value as the library takes it, with VKF_TUNE_BUDGET (default 30 s) for auto's first
+// run; auto looks in `cache_dir` ("": the device's pipeline cache directory).
+model::TuningChoice tuning_choice(const std::string& value, const std::string& cache_dir = "");
+
+// model::apply_tuning with VKF_TUNE_BUDGET (default 30 s) for auto's first run, printing one
+// line to stderr, "<who>: kernels tuned (FILE)" or "<who>: kernels default (why)", and the
+// notes on the way. `shapes`: what auto tunes when there is no file. auto looks in `cache_dir`
+// ("": the device's pipeline cache directory).
 void apply_tuning(Device& dev, const std::string& choice, const tune::TuneShapes& shapes,
                   const std::string& who, const std::string& cache_dir = "");
 

@@ -69,6 +69,11 @@ typedef struct vkf_translator_options {
   int32_t max_len_b;   /* defaults 1 and 50 */
   uint32_t batch_size; /* sentences decoded at once; default 32 */
   const char* vocab;   /* NULL or "": the vocabulary the checkpoint names, beside it */
+  const char* tune;    /* the kernels' tuning, as `vkf translate --tune`: "auto" (the device's
+                          tuning file in its pipeline cache directory, made by a first tuning
+                          run where there is none), "off" or a tuning file; NULL or "": the
+                          device's as it is */
+  double tune_budget_seconds; /* auto's first tuning run; default 30 */
 } vkf_translator_options;
 
 void vkf_translator_options_init(vkf_translator_options* options);

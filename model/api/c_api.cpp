@@ -149,8 +149,8 @@ void vkf_device_free(vkf_device device) {
 void vkf_translator_options_init(vkf_translator_options* options) {
   if (!options) return;
   const vkf::TranslatorOptions d;
-  *options =
-      vkf_translator_options{d.beam, d.alpha, d.max_len_a, d.max_len_b, d.batch_size, nullptr};
+  *options = vkf_translator_options{d.beam,       d.alpha, d.max_len_a, d.max_len_b,
+                                    d.batch_size, nullptr, nullptr,     d.tuning.budget_seconds};
 }
 
 vkf_status vkf_translator_load(vkf_device device, const char* model,
@@ -169,6 +169,8 @@ vkf_status vkf_translator_load(vkf_device device, const char* model,
     o.max_len_b = options->max_len_b;
     o.batch_size = options->batch_size;
     if (options->vocab) o.vocab = options->vocab;
+    if (options->tune) o.tuning.use = options->tune;
+    o.tuning.budget_seconds = options->tune_budget_seconds;
   }
   try {
     o.validate();

@@ -4,6 +4,7 @@
 #include "model/decode/translator.h"
 #include "model/device_weights.h"
 #include "model/loaded_model.h"
+#include "model/op_problems.h"
 
 namespace vkf {
 
@@ -25,14 +26,22 @@ model::decode::TranslateOptions decode_options(const TranslatorOptions& o) {
 
 void TranslatorOptions::validate() const {
   decode_options(*this).validate();
+  tuning.validate();
 }
 
 struct Translator::Impl {
   Impl(Device& dev, const std::string& path, const TranslatorOptions& options)
       : device(dev),
         model(model::load_model(path, options.vocab)),
-        weights(dev, model.checkpoint.config, 0,
-                model::resolve_precision(options.precision, dev.info())),
+        precision(model::resolve_precision(options.precision, dev.info())),
+        // Before the decoder is recorded: its kernels follow the tuning.
+        tuning(model::apply_tuning(
+            dev, options.tuning,
+            model::model_op_problems(model.checkpoint.config,
+                                     model::decoding_work(options.beam, options.batch_size,
+                                                          model::activation_dtype(precision)),
+                                     dev.info()))),
+        weights(dev, model.checkpoint.config, 0, precision),
         translator(dev, weights, decode_options(options)) {
     weights.upload_checked(model.checkpoint.params, model.path);
     // The host copy is not needed once the weights are on the device.
@@ -40,6 +49,8 @@ struct Translator::Impl {
   }
   Device& device;
   model::LoadedModel model;
+  model::Precision precision;
+  std::string tuning;  // what apply_tuning did
   model::DeviceWeights weights;
   model::decode::Translator translator;
 };
@@ -73,6 +84,9 @@ Device& Translator::device() const {
 }
 const std::string& Translator::checkpoint() const {
   return impl_->model.path;
+}
+const std::string& Translator::tuning() const {
+  return impl_->tuning;
 }
 uint64_t Translator::weight_bytes() const {
   return impl_->weights.bytes();

@@ -14,6 +14,7 @@
 #include "model/decode/text.h"
 #include "model/decode/translation_job.h"
 #include "model/precision.h"
+#include "model/tuning.h"
 
 namespace vkf {
 
@@ -29,6 +30,12 @@ struct TranslatorOptions {
   // fp16: the weights on the device in fp16 (half the memory) and fp16 activations, with fp32
   // arithmetic; automatic: fp16 on a GPU with 16-bit storage, fp32 on CPU devices.
   model::PrecisionChoice precision = model::PrecisionChoice::automatic;
+  // Which kernel configurations the device runs, as `vkf translate --tune`: "auto" (the device's
+  // tuning file in its pipeline cache directory, made by a tuning run of budget_seconds over the
+  // problems this translator runs where there is none), "off" (the static tables) or a tuning
+  // file. Default "": the device's tuning is left as the host set it. It applies to the device,
+  // so to every translator on it.
+  model::TuningChoice tuning;
 
   // Throws vkf::Error for a value out of range.
   void validate() const;
@@ -84,6 +91,7 @@ class Translator {
 
   Device& device() const;
   const std::string& checkpoint() const;  // the file loaded
+  const std::string& tuning() const;      // "tuned (FILE)", "default (why)", ...
   uint64_t weight_bytes() const;          // device memory of the weights
   // Buffers of the batch shapes recorded so far (K/V caches, activations, inputs, outputs).
   uint64_t cache_bytes() const;

@@ -9,6 +9,7 @@
 #include "model/data/corpus.h"
 #include "model/data/sha256.h"
 #include "model/file_io.h"
+#include "model/op_problems.h"
 #include "model/params.h"
 #include "model/train/run.h"
 
@@ -63,6 +64,13 @@ void Run::prepare() {
   precision_ = resolve_precision(o_.precision, devices_[0]->info());
   if (precision_ == Precision::fp16)
     for (Device* d : devices_) resolve_precision(PrecisionChoice::fp16, d->info());
+  // Before anything is recorded: the kernels each device runs follow its tuning.
+  const ModelWork work = training_work(o_.batching.max_tokens, activation_dtype(precision_));
+  for (Device* d : devices_) {
+    const std::string what =
+        apply_tuning(*d, o_.tuning, model_op_problems(config_, work, d->info()), o_.tuning_note);
+    if (o_.tuning_note) o_.tuning_note("kernels " + what);
+  }
 
   TrainState resumed;
   std::vector<float> initial = start_or_resume(resumed);

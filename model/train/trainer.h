@@ -21,6 +21,7 @@
 #include "model/precision.h"
 #include "model/train/loss_scale.h"
 #include "model/train/output_lock.h"
+#include "model/tuning.h"
 
 namespace vkf::model {
 
@@ -50,6 +51,11 @@ struct TrainerOptions {
   // double it). automatic: fp16 on GPUs with 16-bit storage, fp32 on CPU devices.
   PrecisionChoice precision = PrecisionChoice::fp32;
   uint32_t loss_scale_window = LossScale::k_window;
+  // Kernel tuning of every device (model/tuning.h), applied once the precision is resolved, for
+  // the problems the model states at this run's batches (model/op_problems.h). `tuning_note`
+  // hears what it did ("kernels tuned (FILE)", "kernels default (why)") and the notes on the way.
+  TuningChoice tuning;
+  std::function<void(const std::string&)> tuning_note;
 
   uint64_t log_every = 10;        // steps between progress lines
   uint64_t valid_every = 0;       // steps between validations (0: only at the end)

@@ -1,0 +1,89 @@
+#include "model/tuning.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "engine/error.h"
+#include "engine/tuning_file.h"
+#include "tune/model_tuner.h"
+#include "tune/timer.h"
+
+namespace vkf::model {
+namespace {
+
+// "matmul, attention, LayerNorm": the families `problems` holds.
+std::string families(const ops::OpProblems& problems) {
+  std::string out;
+  auto add = [&out](bool present, const char* name) {
+    if (present) out += (out.empty() ? "" : ", ") + std::string(name);
+  };
+  add(!problems.matmul.empty(), "matmul");
+  add(!problems.attention.empty(), "attention");
+  add(!problems.layer_norm.empty(), "LayerNorm");
+  add(!problems.cross_entropy.empty(), "cross-entropy");
+  add(!problems.topk.empty(), "top-k");
+  add(!problems.adam.empty(), "Adam");
+  return out;
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+}  // namespace
+
+void TuningChoice::validate() const {
+  if (!(budget_seconds > 0 && budget_seconds <= 7 * 24 * 3600.0))
+    throw Error("the tuning budget must be more than 0 and at most a week (604800 s), not " +
+                seconds(budget_seconds) + " s");
+}
+
+std::string apply_tuning(Device& dev, const TuningChoice& choice, const ops::OpProblems& problems,
+                         const std::function<void(const std::string&)>& note) {
+  choice.validate();
+  auto tell = [&](const std::string& line) {
+    if (note) note(line);
+  };
+  if (choice.use.empty()) return "as set on the device";
+  dev.set_tuning(nullptr);
+  if (choice.use == "off") return "default (--tune off)";
+  if (choice.use != "auto") {
+    if (!std::filesystem::exists(choice.use)) throw Error("--tune: no tuning file " + choice.use);
+    read_tuning_file(choice.use);  // a malformed file is an error, not a note
+    const TuningLoad l = load_tuning(choice.use, dev.info());
+    if (!l.tuning) return "default (" + l.note + ")";
+    dev.set_tuning(l.tuning);
+    return "tuned (" + choice.use + ")";
+  }
+  const std::string path = tuning_file_path(
+      choice.cache_dir.empty() ? dev.options().pipeline_cache_dir : choice.cache_dir, dev.info());
+  if (path.empty()) return "default (no cache directory for a tuning file)";
+  TuningLoad l = load_tuning(path, dev.info());
+  if (!l.tuning) {
+    // The first run on this device and driver: a short search, kept for the next runs.
+    tell("no tuning file for " + dev.label() + " yet: tuning its kernels (" + families(problems) +
+         ") for " + seconds(choice.budget_seconds) +
+         " s (--tune off skips this; `vkf tune` searches longer)");
+    tune::DeviceTimer timer;
+    tune::TunerOptions o;
+    o.budget_seconds = choice.budget_seconds;
+    const tune::TuneReport report = tune::tune_model(dev, problems, timer, o);
+    write_tuning_file(path, report.file);
+    // Named so a user knows what a longer `vkf tune` would add (a slow device or a large model
+    // can spend the whole budget on the first families).
+    if (!report.skipped.empty()) {
+      std::string names;
+      for (const std::string& s : report.skipped) names += (names.empty() ? "" : ", ") + s;
+      tell("budget spent; " + std::to_string(report.skipped.size()) +
+           " shape classes keep the defaults: " + names);
+    }
+    l = load_tuning(path, dev.info());
+    if (!l.tuning) throw Error("the tuning file just written does not load: " + l.note);
+  }
+  dev.set_tuning(l.tuning);
+  return "tuned (" + path + ")";
+}
+
+}  // namespace vkf::model
