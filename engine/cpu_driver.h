@@ -8,8 +8,8 @@
 //   wide: 256 by default, so subgroups of 8. On a CPU with AVX-512, 512 bits (subgroups of 16)
 //   doubles the FMA rate lavapipe can reach (120 -> 215 GFLOP/s on this project's 2-core AMD
 //   EPYC machines) and ran the small preset's training step 1.06-1.10x and the matmuls
-//   1.1-1.3x faster (bench/README.md); the matmul gains less than the peak because it is bound by
-//   per-lane loads. Chosen when the CPU has AVX-512F and LP_NATIVE_VECTOR_WIDTH is unset;
+//   1.1-1.3x faster (docs/performance.md); the matmul gains less than the peak because it is bound
+//   by per-lane loads. Chosen when the CPU has AVX-512F and LP_NATIVE_VECTOR_WIDTH is unset;
 //   LP_NATIVE_VECTOR_WIDTH=256 restores the driver's default.
 // - Shader cache. Mesa 22.3 keys its shader disk cache without the vector width, so code cached
 //   at one width is handed to a driver running at another (seen here: 512-bit code, FMA rate

@@ -436,7 +436,7 @@ TuningFile read_tuning_file(const std::string& path) {
       // Entries from before Adam's elements an invocation and reads were searched (the
       // workgroup size alone, at one element through storage buffers) are dropped, so the
       // class runs the default until it is tuned again: on CPU devices that default is 1.8-2.9x
-      // the old search's space (bench/README.md).
+      // the old search's space (docs/performance.md).
       if (!e.at("config").contains("elems")) continue;
       TunedAdam t;
       t.shape = {e.at("shape").at("n").get<uint32_t>()};

@@ -1,8 +1,8 @@
 #pragma once
-// safetensors files (the checkpoint format of shared/design.md): 8-byte little-endian header
-// size, a JSON header, raw little-endian tensor bytes. Reading follows the reference parser's
-// rules, so a file is accepted only when every byte is accounted for: tensor data_offsets are
-// contiguous, in order, non-overlapping and cover the data exactly; shapes are lists of
+// safetensors files (the checkpoint format, docs/design.md "Contracts"): 8-byte little-endian
+// header size, a JSON header, raw little-endian tensor bytes. Reading follows the reference
+// parser's rules, so a file is accepted only when every byte is accounted for: tensor data_offsets
+// are contiguous, in order, non-overlapping and cover the data exactly; shapes are lists of
 // non-negative integers whose product matches the byte count; names are unique. Writing goes to
 // "<path>.tmp.<pid>" and is renamed into place, so a crash never leaves half a file.
 #include <cstdint>

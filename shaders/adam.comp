@@ -26,7 +26,7 @@ layout(constant_id = 1) const uint ELEMS = 1u;  // elements an invocation update
 // Every input is read through a texel view, and w, m and v are written through storage bindings
 // over the same memory. Each element is read, then written, by one invocation only, so no read
 // can see another invocation's write. (Mesa 22.3's and 25's lavapipe run Adam 1.2-1.4x faster
-// this way, Mesa 26's 0.8x: bench/README.md. The tuner chooses.)
+// this way, Mesa 26's 0.8x: docs/performance.md. The tuner chooses.)
 layout(std430, binding = 0) writeonly buffer W { float w[]; };  // [n]
 layout(binding = 1) uniform textureBuffer grad_texels;          // [n] R32F
 layout(std430, binding = 2) writeonly buffer M { float m[]; };  // [n]

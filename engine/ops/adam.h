@@ -99,7 +99,7 @@ struct AdamProblem {
 };
 std::string adam_shape_class(const AdamProblem& p);
 // The prior: wg256, four elements an invocation; storage reads on a GPU, texel reads on a CPU
-// device (measured on three lavapipe drivers and an H200: bench/README.md).
+// device (measured on three lavapipe drivers and an H200: docs/performance.md).
 AdamConfig adam_default_config(const DeviceInfo& info);
 // What adam() runs when AdamArgs::config is unset: the device's tuning for the class where the
 // device can run it, else the default; `why` says which (may be null).

@@ -56,7 +56,7 @@ LayerNormConfig layer_norm_default_config(const DeviceInfo& info, uint32_t d) {
                           ? 64
                           : std::clamp<uint32_t>(std::bit_ceil((d + 3) / 4), 32, 256);
   // Storage-buffer reads: texel views made the kernels faster on Mesa 22.3's lavapipe only
-  // (bench/README.md), so the tuner times them on the device in front of it.
+  // (docs/performance.md), so the tuner times them on the device in front of it.
   return {std::min(wg, std::bit_floor(limit)), r, RowKernelConfig::Reads::storage};
 }
 

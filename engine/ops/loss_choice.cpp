@@ -31,7 +31,7 @@ std::string cross_entropy_shape_class(const CrossEntropyProblem& p) {
 RowKernelConfig row_kernel_default_config(const DeviceInfo& info) {
   // What resolve_workgroup_size and resolve_subgroup make of the defaults. The logits are read
   // from the storage buffer: a texel view made the kernel 1.8-1.9x faster on Mesa 22.3's
-  // lavapipe, 0.8-0.9x on Mesa 25's and 0.5-0.7x on Mesa 26's (bench/README.md), so no rule
+  // lavapipe, 0.8-0.9x on Mesa 25's and 0.5-0.7x on Mesa 26's (docs/performance.md), so no rule
   // by device type holds; the tuner times the view on the device in front of it.
   return {256,
           info.subgroup_arithmetic ? RowKernelConfig::Subgroup::on : RowKernelConfig::Subgroup::off,

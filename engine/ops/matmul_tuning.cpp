@@ -39,7 +39,7 @@ const MatmulConfig k_configs[] = {
     // a block 4k wide), 32 x 8 beat 32 x 4 and 32 x 6 (0.37 of OpenBLAS against 0.32 and 0.29).
     // These sweeps read A and B through storage buffers; CPU devices now read them through
     // texel views (MatmulArgs::texel_views), where 32 x 8 with B transposed was no faster than
-    // 32 x 6 within the noise of a loaded machine (bench/README.md).
+    // 32 x 6 within the noise of a loaded machine (docs/performance.md).
     {"cpu_direct16", 16, 32, 96, 1, 32, 6, false},
     {"cpu_direct16_nn", 16, 32, 128, 1, 32, 8, false},
     // NVIDIA tensor cores (VK_NV_cooperative_matrix, f16 storage): 4 subgroups of 32 on a 64x64
@@ -279,7 +279,7 @@ TableChoice table_matmul_config(const DeviceInfo& info, bool b_transposed, DType
                                 uint32_t n) {
   // Tensor cores for f16 storage on GPUs. Not on CPU devices: Mesa's lavapipe lists
   // VK_KHR_cooperative_matrix (Mesa 26), but runs its fragments in plain vector code, slower
-  // than its own f16 row (bench/README.md, the Debian 13 tier).
+  // than its own f16 row (docs/performance.md, the Debian 13 tier).
   if (dtype == DType::f16 && info.khr_coopmat && !info.is_cpu() &&
       !shaders::find("matmul_coopmat_khr").empty()) {
     const uint64_t large_tiles = uint64_t((m + 127) / 128) * ((n + 127) / 128);

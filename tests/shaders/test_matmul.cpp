@@ -20,7 +20,7 @@
 
 #include "engine/ops/matmul.h"
 #include "engine/shader_registry.h"
-#include "tests/reference/matmul.h"
+#include "reference/matmul.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/fake_devices.h"
 #include "tests/support/vk_test.h"
@@ -130,11 +130,11 @@ std::string describe(const ops::MatmulConfig& cfg, DType t, const Case& c) {
 using test::stored;
 
 void upload(Device& dev, const BufferRef& dst, const std::vector<float>& v, DType t) {
-  test::upload_as(dev, dst, v, t);
+  test::upload_stored(dev, dst, v, t);
 }
 
 std::vector<float> download(Device& dev, const BufferRef& src, size_t n, DType t) {
-  return test::download_as(dev, src, n, t);
+  return test::download_stored(dev, src, n, t);
 }
 
 // texel: MatmulArgs::texel_views (true: A and B through texel views, false: storage buffers,
@@ -812,7 +812,7 @@ TEST_CASE("matmul tuning table: rows are consistent and the fallback fits any de
   CHECK_THROWS_WITH(ops::matmul_config("nope"), Catch::Contains("fallback"));
 
   // An NVIDIA GPU with every feature the NV v1 coopmat row needs still gets the plain row: on an
-  // H100 that row ran 0.64-0.87x the plain f16 one (the tuner times it; bench/README.md).
+  // H100 that row ran 0.64-0.87x the plain f16 one (the tuner times it; docs/performance.md).
   const DeviceInfo nv = test::fake_nvidia_info();
   const ops::MatmulConfig& coop = ops::matmul_config("nvidia_coopmat");
   CHECK(ops::matmul_config_fits(coop, nv));
