@@ -35,7 +35,7 @@ std::string seconds(double s) {
 }  // namespace
 
 void TuningChoice::validate() const {
-  if (!(budget_seconds > 0 && budget_seconds <= 7 * 24 * 3600.0))
+  if (use == "auto" && !(budget_seconds > 0 && budget_seconds <= 7 * 24 * 3600.0))
     throw Error("the tuning budget must be more than 0 and at most a week (604800 s), not " +
                 seconds(budget_seconds) + " s");
 }

@@ -21,7 +21,7 @@ struct TuningChoice {
   double budget_seconds = 30;
   std::string cache_dir;  // for auto; "": the device's pipeline cache directory
 
-  // Throws vkf::Error for a budget that is not a positive number of seconds up to a week (the
+  // Throws vkf::Error when auto's budget is not a positive number of seconds up to a week (the
   // tuner's deadline arithmetic must not overflow).
   void validate() const;
 };

@@ -101,9 +101,24 @@ TEST_CASE("the C API's translators: error paths", "[api][c]") {
   CHECK(vkf_translator_load(dev, tm.dir.c_str(), &to, &t) == VKF_ERROR_FAILED);
   CHECK(last_error().find("/no/such/vocab.model") != std::string::npos);
 
+  // The kernels' tuning, as `vkf translate --tune`: a missing file and a budget no tuner can
+  // keep are refused by name; off is the static tables.
+  vkf_translator_options_init(&to);
+  CHECK(to.tune == nullptr);
+  CHECK(to.tune_budget_seconds == 30);
+  to.tune = "/no/such/tuning.json";
+  CHECK(vkf_translator_load(dev, tm.dir.c_str(), &to, &t) == VKF_ERROR_FAILED);
+  CHECK(last_error().find("/no/such/tuning.json") != std::string::npos);
+  to.tune = "auto";
+  to.tune_budget_seconds = -1;
+  CHECK(vkf_translator_load(dev, tm.dir.c_str(), &to, &t) == VKF_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("tuning budget") != std::string::npos);
+  CHECK(t == nullptr);
+
   vkf_translator_options_init(&to);
   to.beam = 2;
   to.max_len_b = 12;
+  to.tune = "off";
   REQUIRE(vkf_translator_load(dev, tm.dir.c_str(), &to, &t) == VKF_OK);
   char** out = reinterpret_cast<char**>(1);
   const char* lines[] = {"the house.", nullptr};

@@ -1,9 +1,10 @@
 // The inference API a host embeds (model/api/): vkf::Translator against the decoder it wraps,
 // its host-driven steps (step, poll, time budget) against one blocking call, weights only on the
-// device (no gradients or Adam moments), the memory cap refusing a model cleanly, and
-// vkf::Scorer against `vkf score`'s scorer.
+// device (no gradients or Adam moments), the memory cap refusing a model cleanly,
+// vkf::Scorer against `vkf score`'s scorer, and the tuning a translator applies.
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include "engine/error.h"
@@ -208,4 +209,47 @@ VKF_TEST_CASE("vkf::Scorer scores pairs as `vkf score` does", "[api][scorer]") {
   }
   CHECK_THROWS_WITH(scorer.score(src, {"one"}), Catch::Contains("3 sources but 1 targets"));
   CHECK(scorer.weight_bytes() >= model::ParamLayout(tm.config).total_floats() * 4);
+}
+
+VKF_TEST_CASE("vkf::Translator tunes the device as `vkf translate --tune` does",
+              "[api][translator][tune]") {
+  Device& dev = test::device();
+  const auto& tm = test::tiny_model();
+  const std::filesystem::path dir = test::temp_dir("api-tune");
+  TranslatorOptions o{.beam = 1, .max_len_b = 12, .precision = model::PrecisionChoice::fp32};
+  const auto untuned = best(Translator(dev, tm.dir.string(), o).translate(tm.sentences));
+  CHECK(dev.tuning() == nullptr);  // the default leaves the device as it is
+
+  // auto: no tuning file in the cache folder yet, so a short run over what this translator runs
+  // makes one there, and the device runs it.
+  o.tuning = {.use = "auto", .budget_seconds = 2, .cache_dir = (dir / "cache").string()};
+  std::vector<std::string> tuned;
+  {
+    Translator tr(dev, tm.dir.string(), o);
+    INFO(tr.tuning());
+    CHECK(tr.tuning().rfind("tuned (" + (dir / "cache").string(), 0) == 0);
+    CHECK(dev.tuning() != nullptr);
+    tuned = best(tr.translate(tm.sentences));
+  }
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "cache"))
+    files += e.path().extension() == ".json";
+  CHECK(files == 1);
+  // Checked kernels: the same greedy translations as the static tables give.
+  CHECK(tuned == untuned);
+
+  // A host's own tuning stays when a translator is made with the default.
+  const Tuning* host = dev.tuning();
+  { Translator tr(dev, tm.dir.string(), TranslatorOptions{.max_len_b = 12}); }
+  CHECK(dev.tuning() == host);
+  // off: the static tables; a missing file, or a budget no tuner can keep, is refused by name.
+  o.tuning = {.use = "off"};
+  CHECK(Translator(dev, tm.dir.string(), o).tuning() == "default (--tune off)");
+  CHECK(dev.tuning() == nullptr);
+  o.tuning = {.use = (dir / "no-such.json").string()};
+  CHECK_THROWS_WITH(Translator(dev, tm.dir.string(), o),
+                    Catch::Contains((dir / "no-such.json").string()));
+  o.tuning = {.use = "auto", .budget_seconds = 1e300};
+  CHECK_THROWS_WITH(Translator(dev, tm.dir.string(), o), Catch::Contains("tuning budget"));
+  dev.set_tuning(nullptr);  // the test device is shared with the other tests
 }
