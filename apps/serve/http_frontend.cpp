@@ -1,5 +1,6 @@
 #include "apps/serve/http_frontend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -18,12 +19,16 @@ using Clock = std::chrono::steady_clock;
 
 // When the request's reading ended (set before routing, read by the logger on the same thread).
 thread_local Clock::time_point t_start;
-// Set by a handler that could not answer (the client left): the logger says so.
+// Set by a handler that could not answer (the client left): it logged the request itself.
 thread_local bool t_client_gone = false;
+// Whether t_start is this request's: a request refused while being read (413) is never routed.
+thread_local bool t_routed = false;
 
 void error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
-  res.set_content(json{{"error", message}}.dump(), "application/json");
+  // A parser's message may quote the request's invalid bytes: replaced, not thrown on.
+  res.set_content(json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace),
+                  "application/json");
 }
 
 // The key compared in constant time for a given key length: every byte is looked at whatever
@@ -129,6 +134,7 @@ HttpFrontend::HttpFrontend(TranslationService& service, Metrics& metrics,
   server_.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     t_start = Clock::now();
     t_client_gone = false;
+    t_routed = true;
     return httplib::Server::HandlerResponse::Unhandled;
   });
   server_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -154,15 +160,8 @@ HttpFrontend::HttpFrontend(TranslationService& service, Metrics& metrics,
         error(res, 500, what);
       });
   server_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    const double s = std::chrono::duration<double>(Clock::now() - t_start).count();
-    const int status = t_client_gone ? 499 : res.status;
-    metrics_.record(req.path, status, s);
-    char when[32];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    std::fprintf(stderr, "%s %s:%d \"%s %s\" %d %zu %.1f ms%s\n", when, req.remote_addr.c_str(),
-                 req.remote_port, req.method.c_str(), req.path.c_str(), status, res.body.size(),
-                 s * 1e3, t_client_gone ? " (client closed the connection)" : "");
+    if (!t_client_gone) log(req, res.status, res.body.size());
+    t_client_gone = t_routed = false;
   });
 
   server_.Post("/translate", [this](const httplib::Request& req, httplib::Response& res) {
@@ -204,6 +203,19 @@ HttpFrontend::HttpFrontend(TranslationService& service, Metrics& metrics,
     res.set_content(page_html(options_.source, options_.target, !options_.api_key.empty()),
                     "text/html; charset=utf-8");
   });
+}
+
+void HttpFrontend::log(const httplib::Request& req, int status, size_t bytes) {
+  const double s = t_routed ? std::chrono::duration<double>(Clock::now() - t_start).count() : 0.0;
+  metrics_.record(req.path, status, s);
+  char when[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  std::fprintf(stderr, "%s %s:%d \"%s %s\" %d %zu %.1f ms%s\n", when, req.remote_addr.c_str(),
+               req.remote_port, req.method.c_str(), req.path.c_str(), status, bytes, s * 1e3,
+               status == 499 ? " (the client closed the connection)" : "");
 }
 
 bool HttpFrontend::authorized(const httplib::Request& req, const std::string& body_key) const {
@@ -280,7 +292,9 @@ void HttpFrontend::translate(const httplib::Request& req, httplib::Response& res
   while (!ticket->wait_for(std::chrono::milliseconds(20))) {
     if (fd >= 0 && peer_gone(fd)) {  // nobody to answer: free its batch slots
       service_.cancel(ticket);
+      // Logged here: there is no answer to write, and httplib may not log a failed write.
       t_client_gone = true;
+      log(req, 499, 0);
       return error(res, 499, "client closed the connection");
     }
     if (Clock::now() > deadline) {
@@ -310,6 +324,12 @@ int HttpFrontend::bind() {
   if (port < 0)
     throw Error("vkf serve: cannot listen on " + options_.host + ":" +
                 std::to_string(options_.port) + " (--host, --port): in use or not an address here");
+  // As many waiting connections as connections served at once, at least SOMAXCONN's usual 128.
+  if (!widen_backlog(port, std::max(128, options_.threads)))
+    std::fprintf(stderr,
+                 "vkf serve: warning: could not raise the listen backlog of port %d; "
+                 "bursts of clients may see refused connections\n",
+                 port);
   return port;
 }
 

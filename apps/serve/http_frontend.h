@@ -37,6 +37,8 @@ class HttpFrontend {
  private:
   void translate(const httplib::Request& req, httplib::Response& res);
   bool authorized(const httplib::Request& req, const std::string& body_key) const;
+  // One line to stderr and the request in /metrics.
+  void log(const httplib::Request& req, int status, size_t bytes);
 
   TranslationService& service_;
   Metrics& metrics_;

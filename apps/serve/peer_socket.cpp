@@ -30,9 +30,9 @@ bool address_matches(const sockaddr_storage& a, const std::string& addr, int por
   return p == port && (addr.empty() || addr == text);
 }
 
-}  // namespace
-
-int find_connection(const std::string& remote_addr, int remote_port, int local_port) {
+// The first socket descriptor of the process for which `match(fd)` holds, or -1.
+template <typename F>
+int find_socket(F&& match) {
   DIR* dir = opendir("/proc/self/fd");
   if (dir == nullptr) return -1;
   int found = -1;
@@ -42,17 +42,39 @@ int find_connection(const std::string& remote_addr, int remote_port, int local_p
     if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
     struct stat st {};
     if (fstat(int(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    sockaddr_storage peer{}, local{};
-    socklen_t pl = sizeof peer, ll = sizeof local;
-    if (getpeername(int(fd), reinterpret_cast<sockaddr*>(&peer), &pl) != 0) continue;
-    if (getsockname(int(fd), reinterpret_cast<sockaddr*>(&local), &ll) != 0) continue;
-    if (address_matches(peer, remote_addr, remote_port) && address_matches(local, "", local_port)) {
+    if (match(int(fd))) {
       found = int(fd);
       break;
     }
   }
   closedir(dir);
   return found;
+}
+
+}  // namespace
+
+int find_connection(const std::string& remote_addr, int remote_port, int local_port) {
+  return find_socket([&](int fd) {
+    sockaddr_storage peer{}, local{};
+    socklen_t pl = sizeof peer, ll = sizeof local;
+    return getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0 &&
+           getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) == 0 &&
+           address_matches(peer, remote_addr, remote_port) &&
+           address_matches(local, "", local_port);
+  });
+}
+
+bool widen_backlog(int port, int backlog) {
+  const int fd = find_socket([&](int s) {
+    int listening = 0;
+    socklen_t n = sizeof listening;
+    sockaddr_storage local{};
+    socklen_t ll = sizeof local;
+    return getsockopt(s, SOL_SOCKET, SO_ACCEPTCONN, &listening, &n) == 0 && listening &&
+           getsockname(s, reinterpret_cast<sockaddr*>(&local), &ll) == 0 &&
+           address_matches(local, "", port);
+  });
+  return fd >= 0 && listen(fd, backlog) == 0;
 }
 
 bool peer_gone(int fd) {

@@ -11,5 +11,10 @@ namespace vkf::serve {
 int find_connection(const std::string& remote_addr, int remote_port, int local_port);
 // True when the peer has closed or reset the connection (never blocks).
 bool peer_gone(int fd);
+// Raises the listen backlog of the process's listening socket on `port` (Debian's cpp-httplib
+// is built with a backlog of 5: a burst of clients, 64 at once, overflows it and the kernel
+// drops or resets their connections). listen() again on a listening socket only changes its
+// backlog. False when no such socket was found.
+bool widen_backlog(int port, int backlog);
 
 }  // namespace vkf::serve
