@@ -159,6 +159,7 @@ void TranslationService::fail_all(const std::string& why) {
 }
 
 void TranslationService::run() {
+  bool waited = false;  // the batch about to start has had its window
   for (;;) {
     std::vector<std::shared_ptr<Ticket>> arrived, cancelled;
     {
@@ -198,6 +199,22 @@ void TranslationService::run() {
             open_.erase(it);
             break;
           }
+      // A batch about to start with room to spare waits a moment for more lines: clients just
+      // answered send their next request within a millisecond or two, and without the wait two
+      // clients would take turns in batches of one instead of sharing one.
+      const size_t room = options_.translator.batch_size;
+      if (!waited && options_.batch_window.count() > 0 && session_->running_lines() == 0 &&
+          session_->waiting_lines() > 0 && session_->waiting_lines() < room) {
+        waited = true;
+        std::unique_lock lock(mutex_);
+        cv_.wait_for(lock, options_.batch_window, [&] {
+          size_t lines = session_->waiting_lines();
+          for (const auto& t : inbox_) lines += t->lines.size();
+          return lines >= room || stopping_ || !reloads_.empty();
+        });
+        continue;
+      }
+      waited = false;
       const auto start = std::chrono::steady_clock::now();
       session_->step();
       const double s =

@@ -26,6 +26,8 @@ struct ServiceOptions {
   std::string model;
   TranslatorOptions translator;
   size_t queue_limit = 1024;  // lines accepted and not yet translated; more: refused (HTTP 429)
+  // How long a batch about to start with room to spare waits for more lines (0: not at all).
+  std::chrono::microseconds batch_window{2000};
 };
 
 // One request's wait. The HTTP thread waits on it; the worker fills it in.

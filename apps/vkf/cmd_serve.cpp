@@ -33,6 +33,7 @@ struct ServeArgs {
   serve::HttpOptions http;
   TranslatorOptions translator;
   size_t queue_limit = 1024;
+  double batch_window_ms = 2;
   double grace_s = 30;
 };
 
@@ -80,7 +81,8 @@ int run(ServeArgs args) {
                                    dev->info()),
                  "vkf serve");
   }
-  serve::ServiceOptions so{args.model, args.translator, args.queue_limit};
+  serve::ServiceOptions so{args.model, args.translator, args.queue_limit,
+                           std::chrono::microseconds(int64_t(args.batch_window_ms * 1000))};
   serve::TranslationService service(*dev, so);
   serve::Metrics metrics;
   serve::HttpFrontend frontend(service, metrics, args.http);
@@ -176,6 +178,11 @@ RegisterCommand reg(
       sub.add_option("--queue-limit", args->queue_limit,
                      "Most lines accepted and not yet answered; more get 429")
           ->check(int_range(1, 1 << 24))
+          ->capture_default_str();
+      sub.add_option("--batch-window", args->batch_window_ms,
+                     "Milliseconds a batch with room to spare waits for more lines before it "
+                     "starts (0: none)")
+          ->check(real_range(0, 1000))
           ->capture_default_str();
       sub.add_option("--max-body-bytes", h.max_body_bytes, "Largest request body (else 413)")
           ->check(int_range(64, int64_t(1) << 30))

@@ -440,7 +440,7 @@ def case_faults(vkf, model, work):
     want = reference(vkf, mdir, lines, flags, work, "faults")
     pairs = list(zip(lines, want))
     s = Server(vkf, mdir, work, "faults", flags + [
-        "--api-key-file", key, "--read-timeout", "1", "--queue-limit", "48", "--max-lines", "48",
+        "--api-key-file", key, "--read-timeout", "1", "--queue-limit", "128", "--max-lines", "48",
         "--grace", "30"], env=env)
     authed = {"Authorization": "Bearer s3cret-key"}
     try:
@@ -480,13 +480,14 @@ def case_faults(vkf, model, work):
         c.close()
         check(data == b"" or data.startswith(b"HTTP/1.1 400"), "a body that stalls: dropped")
 
-        # Clients that disconnect mid-request: their lines leave the queue and the batch.
-        body = json.dumps({"q": lines[:12], "source": "en", "target": "de",
+        # Clients that disconnect mid-request: their lines leave the queue and the batch. 40
+        # lines take two batches one after the other: far longer than the server's first look
+        # at the connection, 20 ms after it queued them.
+        body = json.dumps({"q": lines[:40], "source": "en", "target": "de",
                            "api_key": "s3cret-key"}).encode()
         for _ in range(3):
             c = socket.create_connection(("127.0.0.1", s.port))
             c.sendall(raw_request(s.port, body))
-            time.sleep(0.05)
             c.close()
         deadline, gone = time.time() + 30, 0
         while time.time() < deadline:
@@ -504,12 +505,12 @@ def case_faults(vkf, model, work):
         check(status == 200 and body["translatedText"] == want[1], "and the next request is "
               "answered")
 
-        # The queue limit (48 lines): 6 requests of 20 lines at once; some get 429.
+        # The queue limit (128 lines): 6 requests of 40 lines at once; some get 429.
         outcomes = []
 
         def big():
             st, h, d = s.request("POST", "/translate", json.dumps(
-                {"q": lines[:20], "source": "en", "target": "de"}),
+                {"q": lines[:40], "source": "en", "target": "de"}),
                 {"Content-Type": "application/json", **authed})
             outcomes.append((st, h.get("Retry-After"), json.loads(d)))
 
@@ -519,7 +520,7 @@ def case_faults(vkf, model, work):
         for t in threads:
             t.join()
         refused = [o for o in outcomes if o[0] == 429]
-        fine = [o for o in outcomes if o[0] == 200 and o[2]["translatedText"] == want[:20]]
+        fine = [o for o in outcomes if o[0] == 200 and o[2]["translatedText"] == want[:40]]
         check(refused and all(o[1] == "1" for o in refused) and len(refused) + len(fine) == 6,
               "queue limit: %d answered, %d refused with 429 and Retry-After" %
               (len(fine), len(refused)))
