@@ -12,9 +12,15 @@ BatchingSession::BatchingSession(Translator& translator) : translator_(&translat
   if (translator.job_open_)
     throw Error("translate: this translator is already running a translation job");
   translator.job_open_ = true;
+  // A service's batches come in every power-of-two row count and source-length bucket; with
+  // translate()'s 4 recorded shapes they were recorded again batch after batch (on lavapipe a
+  // recording cost more than the batch). The extra shapes are mostly small ones.
+  translator.max_graphs_ = k_session_graphs;
 }
 
 BatchingSession::~BatchingSession() {
+  translator_->max_graphs_ = k_max_graphs;
+  translator_->limit_graphs(k_max_graphs);
   translator_->job_open_ = false;
 }
 

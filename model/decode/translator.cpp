@@ -8,7 +8,6 @@
 namespace vkf::model::decode {
 namespace {
 
-constexpr size_t k_max_graphs = 4;  // recorded shapes kept (each holds its K/V caches)
 constexpr uint32_t k_length_bucket = 8;
 
 uint32_t round_up(uint32_t n, uint32_t m, uint32_t cap) {
@@ -36,7 +35,11 @@ void TranslateOptions::validate() const {
 }
 
 Translator::Translator(Device& dev, const DeviceWeights& params, const TranslateOptions& options)
-    : dev_(dev), params_(params), config_(params.config()), options_(options) {
+    : dev_(dev),
+      params_(params),
+      config_(params.config()),
+      options_(options),
+      max_graphs_(k_max_graphs) {
   options_.validate();
 }
 
@@ -57,10 +60,7 @@ DecodeGraph& Translator::graph(const DecodeShape& shape) {
   // The least recently used shape makes room: a service's mix of batch sizes and lengths keeps
   // its common shapes instead of recording them all again. Only called between batches, so no
   // graph dropped here has work in flight.
-  if (graphs_.size() >= k_max_graphs)
-    graphs_.erase(std::min_element(
-        graphs_.begin(), graphs_.end(),
-        [](const auto& a, const auto& b) { return a.second.used < b.second.used; }));
+  limit_graphs(max_graphs_ - 1);
   auto& cached = graphs_[shape];
   cached.graph = std::make_unique<DecodeGraph>(dev_, params_, shape, false, options_.timed);
   cached.used = use_clock_;
@@ -115,6 +115,13 @@ std::unique_ptr<Search> Translator::make_search(const DecodeGraph& graph,
   return options_.beam == 1
              ? make_greedy_search(graph.shape(), config_, max_out, options_.alpha)
              : make_beam_search(graph.shape(), config_, max_out, {options_.alpha, options_.nbest});
+}
+
+void Translator::limit_graphs(size_t n) {
+  while (graphs_.size() > n)
+    graphs_.erase(std::min_element(
+        graphs_.begin(), graphs_.end(),
+        [](const auto& a, const auto& b) { return a.second.used < b.second.used; }));
 }
 
 std::vector<std::vector<Hypothesis>> Translator::translate(

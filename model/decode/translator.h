@@ -22,6 +22,11 @@ namespace vkf::model::decode {
 // "Six challenges for NMT"; Stahlberg and Byrne 2019).
 constexpr uint32_t k_max_beam = 64;
 
+// Batch shapes a Translator keeps recorded (each holds its K/V caches); a BatchingSession,
+// whose batches come in more shapes, keeps more while it is open.
+constexpr size_t k_max_graphs = 4;
+constexpr size_t k_session_graphs = 24;
+
 struct TranslateOptions {
   uint32_t beam = 4;
   float alpha = 0.6f;        // length penalty exponent; 0 = raw log-probability
@@ -68,6 +73,8 @@ class Translator {
   friend class TranslationJob;
   friend class BatchingSession;
   DecodeGraph& graph(const DecodeShape& shape);
+  // Drops the least recently used shapes until at most n are kept.
+  void limit_graphs(size_t n);
   // Submits the encoder pass of one batch of shape batch x (longest rounded up): rows[b] is
   // sentence b's pieces (at most `batch` rows; the rest are padding). Sets `max_out` per row
   // and returns the graph. TranslationJob and BatchingSession share it, so a sentence meets
@@ -88,6 +95,7 @@ class Translator {
   };
   std::map<DecodeShape, CachedGraph> graphs_;
   uint64_t use_clock_ = 0;
+  size_t max_graphs_;  // shapes kept recorded (a BatchingSession keeps more)
   TranslateStats stats_;
   bool job_open_ = false;
 };

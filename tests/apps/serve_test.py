@@ -284,6 +284,14 @@ def case_api(vkf, model, work):
             check(status == code and text in msg, "%s: %d, '%s'" % (what, status, msg))
         status, _, data = s.request("POST", "/reload")
         check(status == 403 and b"api-key-file" in data, "POST /reload without a key: 403")
+        r = subprocess.run([vkf, "serve", "--model", model, "--source", "en", "--target", "de",
+                            "--port", str(s.port)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=120)
+        check(r.returncode == 1 and b"cannot listen on 127.0.0.1:%d" % s.port in r.stderr,
+              "a port in use: exit 1, '%s'" % r.stderr.decode(errors="replace").strip()[-120:])
+        r = subprocess.run([vkf, "serve", "--model", model, "--target", "de"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        check(r.returncode != 0 and b"--source" in r.stderr, "no --source: an error naming it")
 
         _, _, metrics = s.request("GET", "/metrics")
         m = metrics.decode()
