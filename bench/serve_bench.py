@@ -137,10 +137,13 @@ def main():
             if port is None:
                 sys.exit("vkf serve did not start:\n" + open(log_path).read())
             device = re.search(r"on (device .*?), en to de", text)
-            # Warm-up: every batch shape the levels will meet is recorded before timing.
-            run_level(port, sentences, args.batch_size, args.batch_size * 4)
+            # Warm-up: a pass over every level first, so the batch shapes the levels meet (row
+            # counts, length buckets) are recorded before anything is timed.
+            concurrency = [int(x) for x in args.concurrency.split(",")]
+            for clients in concurrency:
+                run_level(port, sentences, clients, clients * 2)
             levels = []
-            for clients in [int(x) for x in args.concurrency.split(",")]:
+            for clients in concurrency:
                 count = max(args.min_requests, clients * args.requests_per_client)
                 tokens0, batches0 = metrics(port)
                 seconds, lat, errors = run_level(port, sentences, clients, count)
