@@ -1,5 +1,7 @@
 #include "apps/serve/http_frontend.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -131,6 +133,13 @@ HttpFrontend::HttpFrontend(TranslationService& service, Metrics& metrics,
   server_.set_write_timeout(options_.read_timeout_s, 0);
   server_.set_keep_alive_timeout(options_.read_timeout_s);
   server_.set_payload_max_length(options_.max_body_bytes);
+  // httplib's default sets SO_REUSEPORT, with which a second server on a port in use binds
+  // without an error and takes half its connections. SO_REUSEADDR alone still lets a restart
+  // bind while the old connections linger in TIME_WAIT.
+  server_.set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   server_.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     t_start = Clock::now();
     t_client_gone = false;

@@ -70,7 +70,7 @@ VKF_TEST_CASE("a batch session translates requests that arrive mid-decoding as t
   }
 }
 
-VKF_TEST_CASE("a cancelled request leaves the batch session; the others are answered",
+VKF_TEST_CASE("a cancelled request leaves the batch session, the others are answered",
               "[api][session]") {
   Device& dev = test::device();
   const auto& tm = test::tiny_model();
