@@ -18,6 +18,7 @@ foreach(entry
     "44|model.fp16 and fp32 steps give the same gradients, tensor by tensor"
     "33|shaders.layer_norm: every workgroup size and reduction path"
     "30|apps.vkf bench compare: two devices side by side, as a table and as a page"
+    "25|apps.vkf serve: 64 concurrent clients, every answer as vkf translate's"
     "23|model.2 and 3 logical devices train like one device with the whole batch"
     "19|model.training on a copy task drives the loss to near zero"
     "19|model.a resumed run ends bit-identical to an uninterrupted one"

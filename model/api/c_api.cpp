@@ -32,6 +32,12 @@ struct vkf_translator_s {
   std::unique_ptr<vkf::Translator> translator;
 };
 
+struct vkf_session_s {
+  vkf_translator translator;
+  vkf::BatchSession session;
+  std::vector<vkf::BatchSession::Finished> ready;  // taken from the session, not yet handed out
+};
+
 namespace {
 
 thread_local std::string t_last_error;
@@ -69,6 +75,34 @@ vkf::DeviceOptions device_options(const vkf_device_options* o) {
   if (o->pipeline_cache_dir) d.pipeline_cache_dir = o->pipeline_cache_dir;
   d.memory.limit_bytes = o->memory_limit_bytes;
   return d;
+}
+
+// The best translation of each line, malloc'd, so that the C side could free the strings itself.
+char** c_strings(const std::vector<vkf::Translation>& results) {
+  const size_t count = results.size();
+  auto** texts = static_cast<char**>(std::calloc(count ? count : 1, sizeof(char*)));
+  if (texts == nullptr) throw std::bad_alloc();
+  for (size_t i = 0; i < count; ++i) {
+    const std::string& s = results[i].nbest.empty() ? std::string() : results[i].nbest[0].text;
+    texts[i] = static_cast<char*>(std::malloc(s.size() + 1));
+    if (texts[i] == nullptr) {
+      vkf_translations_free(texts, i);
+      throw std::bad_alloc();
+    }
+    std::memcpy(texts[i], s.c_str(), s.size() + 1);
+  }
+  return texts;
+}
+
+// Lines from C: NULL checks with the calling function's name.
+vkf_status check_lines(const char* fn, const char* const* lines, size_t count) {
+  if (lines == nullptr && count > 0)
+    return fail(VKF_ERROR_INVALID_ARGUMENT, std::string(fn) + ": lines is NULL");
+  for (size_t i = 0; i < count; ++i)
+    if (lines[i] == nullptr)
+      return fail(VKF_ERROR_INVALID_ARGUMENT,
+                  std::string(fn) + ": line " + std::to_string(i) + " is NULL");
+  return VKF_OK;
 }
 
 }  // namespace
@@ -192,28 +226,10 @@ vkf_status vkf_translate(vkf_translator translator, const char* const* lines, si
   *out = nullptr;
   if (translator == nullptr)
     return fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_translate: translator is NULL");
-  if (lines == nullptr && count > 0)
-    return fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_translate: lines is NULL");
-  for (size_t i = 0; i < count; ++i)
-    if (lines[i] == nullptr)
-      return fail(VKF_ERROR_INVALID_ARGUMENT,
-                  "vkf_translate: line " + std::to_string(i) + " is NULL");
+  if (vkf_status st = check_lines("vkf_translate", lines, count); st != VKF_OK) return st;
   return guarded([&] {
     std::vector<std::string> in(lines, lines + count);
-    const auto results = translator->translator->translate(in);
-    // malloc'd, so that the C side could free the strings itself too.
-    auto** texts = static_cast<char**>(std::calloc(count ? count : 1, sizeof(char*)));
-    if (texts == nullptr) throw std::bad_alloc();
-    for (size_t i = 0; i < count; ++i) {
-      const std::string& s = results[i].nbest.empty() ? std::string() : results[i].nbest[0].text;
-      texts[i] = static_cast<char*>(std::malloc(s.size() + 1));
-      if (texts[i] == nullptr) {
-        vkf_translations_free(texts, i);
-        throw std::bad_alloc();
-      }
-      std::memcpy(texts[i], s.c_str(), s.size() + 1);
-    }
-    *out = texts;
+    *out = c_strings(translator->translator->translate(in));
     return VKF_OK;
   });
 }
@@ -226,6 +242,71 @@ void vkf_translations_free(char** translations, size_t count) {
 
 void vkf_translator_free(vkf_translator translator) {
   delete translator;
+}
+
+vkf_status vkf_session_open(vkf_translator translator, vkf_session* out) {
+  if (out == nullptr) return fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_session_open: out is NULL");
+  *out = nullptr;
+  if (translator == nullptr)
+    return fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_session_open: translator is NULL");
+  return guarded([&] {
+    *out = new vkf_session_s{translator, translator->translator->open_session(), {}};
+    return VKF_OK;
+  });
+}
+
+vkf_status vkf_session_submit(vkf_session session, const char* const* lines, size_t count,
+                              uint64_t* id) {
+  if (session == nullptr || id == nullptr)
+    return fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_session_submit: session or id is NULL");
+  *id = 0;
+  if (vkf_status st = check_lines("vkf_session_submit", lines, count); st != VKF_OK) return st;
+  return guarded([&] {
+    *id = session->session.submit(std::vector<std::string>(lines, lines + count));
+    return VKF_OK;
+  });
+}
+
+vkf_status vkf_session_cancel(vkf_session session, uint64_t id) {
+  if (session == nullptr)
+    return fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_session_cancel: session is NULL");
+  return guarded([&] {
+    if (!session->session.cancel(id))
+      return fail(VKF_ERROR_INVALID_ARGUMENT,
+                  "vkf_session_cancel: no unfinished request " + std::to_string(id));
+    return VKF_OK;
+  });
+}
+
+vkf_status vkf_session_step(vkf_session session, int* busy) {
+  if (session == nullptr || busy == nullptr)
+    return fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_session_step: session or busy is NULL");
+  return guarded([&] {
+    *busy = session->session.step() ? 1 : 0;
+    return VKF_OK;
+  });
+}
+
+vkf_status vkf_session_take(vkf_session session, uint64_t* id, char*** out, size_t* count) {
+  if (session == nullptr || id == nullptr || out == nullptr || count == nullptr)
+    return fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_session_take: a NULL argument");
+  *id = 0;
+  *out = nullptr;
+  *count = 0;
+  return guarded([&] {
+    for (auto& f : session->session.take_finished()) session->ready.push_back(std::move(f));
+    if (session->ready.empty()) return VKF_OK;
+    auto& f = session->ready.front();
+    *out = c_strings(f.translations);
+    *count = f.translations.size();
+    *id = f.id;
+    session->ready.erase(session->ready.begin());
+    return VKF_OK;
+  });
+}
+
+void vkf_session_free(vkf_session session) {
+  delete session;
 }
 
 }  // extern "C"

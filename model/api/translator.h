@@ -74,6 +74,44 @@ class TranslationSteps {
   std::unique_ptr<Impl> impl_;
 };
 
+// Sentences of many requests decoded together, for a service or any host that translates for
+// many clients: submit() queues a request's lines, step() runs one unit of device work (a
+// batch's encoder pass or one decoder step), take_finished() hands back the requests whose lines
+// are all translated. Each batch is formed from the waiting lines, oldest first, when the one
+// before it ends; cancel() drops a request (its waiting lines at once, its running ones when
+// their batch ends; a batch with only cancelled lines stops at the next step). Each line's
+// translation equals Translator::translate's up to the rounding that another batch shape can
+// move (model/decode/batching_session.h says why lines cannot join a batch mid-decoding). One
+// session or job at a time per translator, not shared between threads; it must not outlive it.
+class BatchSession {
+ public:
+  using Id = uint64_t;
+  struct Finished {
+    Id id = 0;
+    std::vector<Translation> translations;  // one per submitted line, in order
+  };
+  BatchSession(BatchSession&&) noexcept;
+  ~BatchSession();
+
+  Id submit(const std::vector<std::string>& lines);  // never 0
+  bool cancel(Id id);                                // false: unknown or already finished
+  bool step();                                       // false when there was nothing to do
+  bool idle() const;                                 // nothing waiting or running
+  std::vector<Finished> take_finished();
+  size_t waiting_lines() const;
+  uint32_t running_lines() const;
+  // Lines in each batch started since the previous call.
+  std::vector<uint32_t> take_batch_sizes();
+  // Output tokens (EOS included) of the best hypotheses so far, for throughput figures.
+  uint64_t output_tokens() const;
+
+ private:
+  friend class Translator;
+  struct Impl;
+  explicit BatchSession(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 class Translator {
  public:
   // model: a checkpoint file, or a directory (its latest checkpoint). Throws vkf::Error when the
@@ -88,6 +126,8 @@ class Translator {
   std::vector<Translation> translate(const std::vector<std::string>& lines);
   // The same as steps the host drives. One at a time per translator; it must not outlive it.
   TranslationSteps start(const std::vector<std::string>& lines);
+  // Batching across requests (see BatchSession). It must not outlive the translator.
+  BatchSession open_session();
 
   Device& device() const;
   const std::string& checkpoint() const;  // the file loaded

@@ -8,12 +8,6 @@
 namespace vkf::model::decode {
 namespace {
 
-constexpr uint32_t k_length_bucket = 8;
-
-uint32_t round_up(uint32_t n, uint32_t m, uint32_t cap) {
-  return std::min(cap, (n + m - 1) / m * m);
-}
-
 // Adds the time from construction to destruction to `ms`.
 struct HostTimer {
   explicit HostTimer(double& ms) : ms_(ms), start_(std::chrono::steady_clock::now()) {}
@@ -92,45 +86,11 @@ bool TranslationJob::done() const {
 }
 
 void TranslationJob::start_batch() {
-  Translator& tr = *translator_;
-  const ModelConfig& config = tr.config_;
-  const uint32_t max_len = uint32_t(config.max_len);
-  auto src_tokens = [&](size_t i) {
-    return std::min<uint32_t>(uint32_t(sources_[i].size()), max_len - 1) + 1;  // + EOS
-  };
   const size_t end = std::min(order_.size(), begin_ + batch_);
   n_ = uint32_t(end - begin_);
-  uint32_t longest = 0, longest_out = 0;
-  max_out_.assign(n_, 0);
-  for (uint32_t b = 0; b < n_; ++b) {
-    const uint32_t len = src_tokens(order_[begin_ + b]);
-    longest = std::max(longest, len);
-    max_out_[b] = tr.max_output(len);
-    longest_out = std::max(longest_out, max_out_[b]);
-  }
-  DecodeShape shape;
-  shape.batch = batch_;
-  shape.beam = tr.options_.beam;
-  shape.src_len = round_up(longest, k_length_bucket, max_len);
-  shape.max_out = round_up(longest_out, k_length_bucket, max_len);
-  shape.candidates = DecodeShape::candidates_for(shape.beam, uint32_t(config.vocab_size));
-  graph_ = &tr.graph(shape);
-
-  std::vector<int32_t> src(size_t{batch_} * shape.src_len, config.pad_id), lens(batch_, 1);
-  for (uint32_t b = 0; b < batch_; ++b) {
-    int32_t* row = src.data() + size_t{b} * shape.src_len;
-    if (b >= n_) {  // padding sentence: EOS only, not searched
-      row[0] = config.eos_id;
-      continue;
-    }
-    const auto& s = sources_[order_[begin_ + b]];
-    const uint32_t len = src_tokens(order_[begin_ + b]);
-    std::copy_n(s.begin(), len - 1, row);
-    row[len - 1] = config.eos_id;
-    lens[b] = int32_t(len);
-    tr.stats_.source_tokens += len;
-  }
-  graph_->submit_encode(src, lens);
+  std::vector<const std::vector<int32_t>*> rows(n_);
+  for (uint32_t b = 0; b < n_; ++b) rows[b] = &sources_[order_[begin_ + b]];
+  graph_ = &translator_->submit_batch(rows, batch_, max_out_);
   batch_open_ = true;
 }
 
@@ -165,12 +125,8 @@ void TranslationJob::collect() {
   in_flight_ = false;
   report_.units++;
   report_.gpu_ms += graph_->last_gpu_milliseconds();
-  const Translator& tr = *translator_;
   if (!search_) {  // the encoder pass: the search starts at t = 0
-    search_ = tr.options_.beam == 1
-                  ? make_greedy_search(graph_->shape(), tr.config_, max_out_, tr.options_.alpha)
-                  : make_beam_search(graph_->shape(), tr.config_, max_out_,
-                                     {tr.options_.alpha, tr.options_.nbest});
+    search_ = translator_->make_search(*graph_, max_out_);
   } else {
     search_->advance(graph_->logp(), graph_->token());
   }

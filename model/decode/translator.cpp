@@ -8,7 +8,11 @@
 namespace vkf::model::decode {
 namespace {
 
-constexpr size_t k_max_graphs = 4;  // recorded shapes kept (each holds its K/V caches)
+constexpr uint32_t k_length_bucket = 8;
+
+uint32_t round_up(uint32_t n, uint32_t m, uint32_t cap) {
+  return std::min(cap, (n + m - 1) / m * m);
+}
 
 }  // namespace
 
@@ -31,7 +35,11 @@ void TranslateOptions::validate() const {
 }
 
 Translator::Translator(Device& dev, const DeviceWeights& params, const TranslateOptions& options)
-    : dev_(dev), params_(params), config_(params.config()), options_(options) {
+    : dev_(dev),
+      params_(params),
+      config_(params.config()),
+      options_(options),
+      max_graphs_(k_max_graphs) {
   options_.validate();
 }
 
@@ -43,13 +51,77 @@ uint32_t Translator::max_output(uint32_t source_tokens) const {
 }
 
 DecodeGraph& Translator::graph(const DecodeShape& shape) {
+  ++use_clock_;
   auto it = graphs_.find(shape);
-  if (it != graphs_.end()) return *it->second;
-  if (graphs_.size() >= k_max_graphs) graphs_.clear();
-  return *graphs_
-              .emplace(shape,
-                       std::make_unique<DecodeGraph>(dev_, params_, shape, false, options_.timed))
-              .first->second;
+  if (it != graphs_.end()) {
+    it->second.used = use_clock_;
+    return *it->second.graph;
+  }
+  // The least recently used shape makes room: a service's mix of batch sizes and lengths keeps
+  // its common shapes instead of recording them all again. Only called between batches, so no
+  // graph dropped here has work in flight.
+  limit_graphs(max_graphs_ - 1);
+  auto& cached = graphs_[shape];
+  cached.graph = std::make_unique<DecodeGraph>(dev_, params_, shape, false, options_.timed);
+  cached.used = use_clock_;
+  return *cached.graph;
+}
+
+DecodeGraph& Translator::submit_batch(std::span<const std::vector<int32_t>* const> rows,
+                                      uint32_t batch, std::vector<uint32_t>& max_out) {
+  const uint32_t max_len = uint32_t(config_.max_len);
+  const uint32_t n = uint32_t(rows.size());
+  if (n == 0 || n > batch)
+    throw Error("translate: a batch of " + std::to_string(n) + " in " + std::to_string(batch) +
+                " rows");
+  auto src_tokens = [&](uint32_t b) {
+    return std::min<uint32_t>(uint32_t(rows[b]->size()), max_len - 1) + 1;  // + EOS
+  };
+  uint32_t longest = 0, longest_out = 0;
+  max_out.assign(n, 0);
+  for (uint32_t b = 0; b < n; ++b) {
+    const uint32_t len = src_tokens(b);
+    longest = std::max(longest, len);
+    max_out[b] = max_output(len);
+    longest_out = std::max(longest_out, max_out[b]);
+  }
+  DecodeShape shape;
+  shape.batch = batch;
+  shape.beam = options_.beam;
+  shape.src_len = round_up(longest, k_length_bucket, max_len);
+  shape.max_out = round_up(longest_out, k_length_bucket, max_len);
+  shape.candidates = DecodeShape::candidates_for(shape.beam, uint32_t(config_.vocab_size));
+  DecodeGraph& g = graph(shape);
+
+  std::vector<int32_t> src(size_t{batch} * shape.src_len, config_.pad_id), lens(batch, 1);
+  for (uint32_t b = 0; b < batch; ++b) {
+    int32_t* row = src.data() + size_t{b} * shape.src_len;
+    if (b >= n) {  // padding sentence: EOS only, not searched
+      row[0] = config_.eos_id;
+      continue;
+    }
+    const uint32_t len = src_tokens(b);
+    std::copy_n(rows[b]->begin(), len - 1, row);
+    row[len - 1] = config_.eos_id;
+    lens[b] = int32_t(len);
+    stats_.source_tokens += len;
+  }
+  g.submit_encode(src, lens);
+  return g;
+}
+
+std::unique_ptr<Search> Translator::make_search(const DecodeGraph& graph,
+                                                std::span<const uint32_t> max_out) const {
+  return options_.beam == 1
+             ? make_greedy_search(graph.shape(), config_, max_out, options_.alpha)
+             : make_beam_search(graph.shape(), config_, max_out, {options_.alpha, options_.nbest});
+}
+
+void Translator::limit_graphs(size_t n) {
+  while (graphs_.size() > n)
+    graphs_.erase(std::min_element(
+        graphs_.begin(), graphs_.end(),
+        [](const auto& a, const auto& b) { return a.second.used < b.second.used; }));
 }
 
 std::vector<std::vector<Hypothesis>> Translator::translate(
@@ -69,7 +141,7 @@ TranslationJob Translator::start(const std::vector<std::vector<int32_t>>& source
 
 uint64_t Translator::cache_bytes() const {
   uint64_t n = 0;
-  for (const auto& [shape, g] : graphs_) n += g->bytes();
+  for (const auto& [shape, g] : graphs_) n += g.graph->bytes();
   return n;
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "model/decode/graph.h"
@@ -20,6 +21,11 @@ namespace vkf::model::decode {
 // help: translation quality peaks at beams of about 5-10 and then falls (Koehn and Knowles 2017,
 // "Six challenges for NMT"; Stahlberg and Byrne 2019).
 constexpr uint32_t k_max_beam = 64;
+
+// Batch shapes a Translator keeps recorded (each holds its K/V caches); a BatchingSession,
+// whose batches come in more shapes, keeps more while it is open.
+constexpr size_t k_max_graphs = 4;
+constexpr size_t k_session_graphs = 24;
 
 struct TranslateOptions {
   uint32_t beam = 4;
@@ -65,13 +71,31 @@ class Translator {
 
  private:
   friend class TranslationJob;
+  friend class BatchingSession;
   DecodeGraph& graph(const DecodeShape& shape);
+  // Drops the least recently used shapes until at most n are kept.
+  void limit_graphs(size_t n);
+  // Submits the encoder pass of one batch of shape batch x (longest rounded up): rows[b] is
+  // sentence b's pieces (at most `batch` rows; the rest are padding). Sets `max_out` per row
+  // and returns the graph. TranslationJob and BatchingSession share it, so a sentence meets
+  // the same shapes and lengths in both.
+  DecodeGraph& submit_batch(std::span<const std::vector<int32_t>* const> rows, uint32_t batch,
+                            std::vector<uint32_t>& max_out);
+  // The search over the graph's encoded batch (greedy for beam 1).
+  std::unique_ptr<Search> make_search(const DecodeGraph& graph,
+                                      std::span<const uint32_t> max_out) const;
 
   Device& dev_;
   const DeviceWeights& params_;
   ModelConfig config_;
   TranslateOptions options_;
-  std::map<DecodeShape, std::unique_ptr<DecodeGraph>> graphs_;
+  struct CachedGraph {
+    std::unique_ptr<DecodeGraph> graph;
+    uint64_t used = 0;  // use_clock_ at its last use
+  };
+  std::map<DecodeShape, CachedGraph> graphs_;
+  uint64_t use_clock_ = 0;
+  size_t max_graphs_;  // shapes kept recorded (a BatchingSession keeps more)
   TranslateStats stats_;
   bool job_open_ = false;
 };

@@ -1,0 +1,155 @@
+// vkf::BatchSession (model/api/translator.h over model/decode/batching_session.h): requests that
+// arrive while others decode are batched with the waiting ones and get what Translator::translate
+// gives for the same lines, greedy and beam; a cancelled request frees its rows; the C API's
+// session does the same.
+#include <map>
+
+#include "model/api/translator.h"
+#include "tests/support/tiny_model.h"
+#include "tests/support/vk_test.h"
+#include "vkformer/vkformer.h"
+
+using namespace vkf;
+
+namespace {
+
+std::vector<std::string> best(const std::vector<Translation>& t) {
+  std::vector<std::string> out;
+  for (const auto& x : t) out.push_back(x.nbest.empty() ? "<none>" : x.nbest[0].text);
+  return out;
+}
+
+// Runs the session until idle, collecting what finishes.
+void run_to_idle(BatchSession& s, std::map<BatchSession::Id, std::vector<std::string>>& got) {
+  for (int guard = 0; s.step(); ++guard) {
+    REQUIRE(guard < 10000);
+    for (auto& f : s.take_finished()) got[f.id] = best(f.translations);
+  }
+  for (auto& f : s.take_finished()) got[f.id] = best(f.translations);
+}
+
+}  // namespace
+
+VKF_TEST_CASE("a batch session translates requests that arrive mid-decoding as translate() does",
+              "[api][session]") {
+  Device& dev = test::device();
+  const auto& tm = test::tiny_model();
+  for (uint32_t beam : {1u, 3u}) {
+    // Batches of at most 4 lines: the 9 lines below take several, formed as requests arrive.
+    Translator tr(dev, tm.dir.string(), {.beam = beam, .max_len_b = 10, .batch_size = 4});
+    std::vector<std::string> all;
+    for (int i = 0; i < 3; ++i)
+      for (const auto& s : tm.sentences) all.push_back(s);
+    const auto want = best(tr.translate(all));
+
+    BatchSession s = tr.open_session();
+    CHECK_THROWS_WITH(tr.start(all), Catch::Contains("already running"));
+    std::map<BatchSession::Id, std::vector<std::string>> got;
+    const auto a = s.submit({all.begin(), all.begin() + 5});
+    CHECK(s.waiting_lines() == 5 - 1);  // the empty line finishes at once, without the device
+    REQUIRE(s.step());                  // the first batch's encoder pass
+    CHECK(s.running_lines() == 4);
+    s.step();
+    const auto b = s.submit({all.begin() + 5, all.begin() + 7});  // waits for the next batch
+    const auto c = s.submit({});                                  // nothing to translate
+    const auto d = s.submit({all.begin() + 7, all.end()});
+    CHECK(s.waiting_lines() > 0);
+    run_to_idle(s, got);
+    CHECK(s.idle());
+    CHECK_FALSE(s.step());
+    const auto sizes = s.take_batch_sizes();
+    CHECK(sizes.size() >= 3);
+    CHECK(s.output_tokens() > 0);
+    REQUIRE(got.count(a) == 1);
+    REQUIRE(got.count(b) == 1);
+    REQUIRE(got.count(d) == 1);
+    CHECK(got[c].empty());
+    std::vector<std::string> joined;
+    for (auto id : {a, b, d}) joined.insert(joined.end(), got[id].begin(), got[id].end());
+    CHECK(joined == want);
+  }
+}
+
+VKF_TEST_CASE("a cancelled request leaves the batch session, the others are answered",
+              "[api][session]") {
+  Device& dev = test::device();
+  const auto& tm = test::tiny_model();
+  Translator tr(dev, tm.dir.string(), {.beam = 2, .max_len_b = 10, .batch_size = 2});
+  std::vector<std::string> lines;
+  for (const auto& x : tm.sentences)
+    if (!x.empty()) lines.push_back(x);
+  REQUIRE(lines.size() >= 2);
+  const auto want = best(tr.translate({lines[0]}));
+
+  BatchSession s = tr.open_session();
+  const auto doomed = s.submit({lines[0], lines[1], lines[0], lines[1]});
+  REQUIRE(s.step());  // its first batch (2 lines) starts; 2 more wait
+  CHECK(s.waiting_lines() == 2);
+  const auto kept = s.submit({lines[0]});
+  CHECK(s.cancel(doomed));
+  CHECK_FALSE(s.cancel(doomed));
+  CHECK(s.waiting_lines() == 1);  // its waiting lines left at once
+  // Its running batch holds only cancelled lines: it stops at the next step, and the kept
+  // request's batch starts.
+  REQUIRE(s.step());
+  CHECK(s.running_lines() == 0);
+  std::map<BatchSession::Id, std::vector<std::string>> got;
+  run_to_idle(s, got);
+  CHECK(got.count(doomed) == 0);
+  REQUIRE(got.count(kept) == 1);
+  CHECK(got[kept] == want);
+  CHECK_FALSE(s.cancel(kept));  // finished
+  CHECK_FALSE(s.cancel(12345));
+}
+
+VKF_TEST_CASE("the C API's batch session answers as vkf_translate", "[api][session][c]") {
+  const auto& tm = test::tiny_model();
+  vkf_device_options o;
+  vkf_device_options_init(&o);
+  o.validation = test::instance()->validation_enabled() ? 1 : 0;
+  vkf_device dev = nullptr;
+  REQUIRE(vkf_device_create(&o, &dev) == VKF_OK);
+  vkf_translator_options to;
+  vkf_translator_options_init(&to);
+  to.max_len_b = 10;
+  to.batch_size = 2;
+  vkf_translator tr = nullptr;
+  REQUIRE(vkf_translator_load(dev, tm.dir.string().c_str(), &to, &tr) == VKF_OK);
+  std::vector<const char*> in;
+  for (const auto& l : tm.sentences) in.push_back(l.c_str());
+  char** want = nullptr;
+  REQUIRE(vkf_translate(tr, in.data(), in.size(), &want) == VKF_OK);
+
+  vkf_session s = nullptr;
+  REQUIRE(vkf_session_open(tr, &s) == VKF_OK);
+  uint64_t first = 0, second = 0;
+  REQUIRE(vkf_session_submit(s, in.data(), 2, &first) == VKF_OK);
+  int busy = 1;
+  REQUIRE(vkf_session_step(s, &busy) == VKF_OK);
+  REQUIRE(vkf_session_submit(s, in.data() + 2, in.size() - 2, &second) == VKF_OK);
+  uint64_t refused = 7;
+  CHECK(vkf_session_submit(s, nullptr, 1, &refused) == VKF_ERROR_INVALID_ARGUMENT);
+  CHECK(refused == 0);
+  CHECK(vkf_session_cancel(s, 999) == VKF_ERROR_INVALID_ARGUMENT);
+  std::map<uint64_t, std::vector<std::string>> got;
+  for (int guard = 0; busy; ++guard) {
+    REQUIRE(guard < 10000);
+    REQUIRE(vkf_session_step(s, &busy) == VKF_OK);
+    uint64_t id = 0;
+    char** out = nullptr;
+    size_t count = 0;
+    while (vkf_session_take(s, &id, &out, &count) == VKF_OK && id != 0) {
+      got[id].assign(out, out + count);
+      vkf_translations_free(out, count);
+    }
+  }
+  REQUIRE(got.count(first) == 1);
+  REQUIRE(got.count(second) == 1);
+  std::vector<std::string> joined = got[first];
+  joined.insert(joined.end(), got[second].begin(), got[second].end());
+  CHECK(joined == std::vector<std::string>(want, want + in.size()));
+  vkf_translations_free(want, in.size());
+  vkf_session_free(s);
+  vkf_translator_free(tr);
+  vkf_device_free(dev);
+}
