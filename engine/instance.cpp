@@ -51,10 +51,17 @@ struct LayerSettingsCreateInfo {
 };
 
 VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
-    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT type,
     const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  // The loader warns, as a general message, that the environment (VK_INSTANCE_LAYERS,
+  // VK_LOADER_LAYERS_ENABLE) added a layer: the user's choice, not a fault of this program
+  // (scripts/test-profiles adds its device-profile layer so).
+  const bool env_layer_notice =
+      type == VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT && data->pMessage &&
+      (std::strstr(data->pMessage, "env var 'VK_INSTANCE_LAYERS' defined") ||
+       std::strstr(data->pMessage, "due to env var 'VK_LOADER_LAYERS_ENABLE'"));
   // Only warnings and errors count; info and verbose (e.g. the validation cache file) are noise.
-  if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+  if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT && !env_layer_notice) {
     auto* log = static_cast<ValidationLog*>(user);
     std::string level =
         severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
