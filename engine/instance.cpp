@@ -51,17 +51,10 @@ struct LayerSettingsCreateInfo {
 };
 
 VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
-    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT type,
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
     const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
-  // The loader warns, as a general message, that the environment (VK_INSTANCE_LAYERS,
-  // VK_LOADER_LAYERS_ENABLE) added a layer: the user's choice, not a fault of this program
-  // (scripts/test-profiles adds its device-profile layer so).
-  const bool env_layer_notice =
-      type == VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT && data->pMessage &&
-      (std::strstr(data->pMessage, "env var 'VK_INSTANCE_LAYERS' defined") ||
-       std::strstr(data->pMessage, "due to env var 'VK_LOADER_LAYERS_ENABLE'"));
   // Only warnings and errors count; info and verbose (e.g. the validation cache file) are noise.
-  if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT && !env_layer_notice) {
+  if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
     auto* log = static_cast<ValidationLog*>(user);
     std::string level =
         severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
@@ -118,11 +111,17 @@ Instance::Instance(const InstanceOptions& options) : owned_(true) {
   std::vector<const char*> extensions;
   const bool layer_settings = validation_ && options.sync_validation &&
                               extension_available(k_layer_settings_extension, k_validation_layer);
+  for (const auto& name : options.layers)
+    if (!layer_available(name.c_str()))
+      throw Error("layer " + name + " was requested (InstanceOptions::layers, VKF_LAYERS) but is " +
+                  "not installed");
   if (validation_) {
     layers.push_back(k_validation_layer);
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     if (layer_settings) extensions.push_back(k_layer_settings_extension);
   }
+  // After validation: the loader orders layers as listed, the first nearest the application.
+  for (const auto& name : options.layers) layers.push_back(name.c_str());
   // Lets the loader show portability (e.g. MoltenVK) devices too.
   VkInstanceCreateFlags flags = 0;
   if (extension_available(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
