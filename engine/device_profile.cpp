@@ -95,6 +95,18 @@ void apply(const json& j, DeviceInfo& info, ProfileApplied& out) {
   if (p.contains("maxBufferSize"))
     lower_to(out, "maxBufferSize", info.max_buffer_bytes, p, "maxBufferSize");
   if (p.contains("deviceName")) info.name = p["deviceName"].get<std::string>() + " (profile)";
+  // The kind of device decides rows and paths (a CPU device's differ from a GPU's).
+  if (p.contains("deviceType")) {
+    const std::string t = p["deviceType"].get<std::string>();
+    if (t == "discrete")
+      info.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+    else if (t == "integrated")
+      info.type = VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
+    else if (t == "cpu")
+      info.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+    else
+      throw Error("deviceType '" + t + "' is not discrete, integrated or cpu");
+  }
 
   if (const json& sg = section(j, "subgroup"); sg.contains("supportedOperations")) {
     const auto ops = sg["supportedOperations"].get<std::vector<std::string>>();

@@ -1,6 +1,8 @@
 #include "apps/vkf/profile_report.h"
 
+#include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include "engine/device_profile.h"
 #include "engine/error.h"
@@ -18,7 +20,12 @@ std::string profile_report(DeviceInfo info, const std::string& profile_path) {
   const ProfileApplied applied = apply_device_profile(info, profile_path);
   std::ostringstream s;
   s << "profile " << applied.name << " (" << profile_path << ")\n";
-  for (const auto& c : applied.clamps) s << "  not applied, beyond this device: " << c << "\n";
+  std::vector<std::string> said;  // an array limit's three values make one line
+  for (const auto& c : applied.clamps) {
+    if (std::find(said.begin(), said.end(), c) != said.end()) continue;
+    said.push_back(c);
+    s << "  not applied, beyond this device: " << c << "\n";
+  }
   s << devices_table({info});
   if (info.api_version < VK_API_VERSION_1_2) {
     s << "refused: " << info.name << " reports Vulkan " << VK_API_VERSION_MAJOR(info.api_version)

@@ -22,7 +22,12 @@ TEST_CASE("a device profile restricts a DeviceInfo and says where it claims more
   DeviceInfo info = test::fake_nvidia_info();
   info.api_version = VK_API_VERSION_1_3;
   info.max_storage_buffer_range = 1ull << 32;
-  info.max_stage_storage_buffers = 1u << 20;
+  info.max_stage_storage_buffers = info.max_stage_sampled_images = info.max_stage_resources = 1u
+                                                                                              << 20;
+  info.max_push_constant_bytes = 256;
+  info.max_workgroup_count = {1u << 31, 65535, 65535};
+  info.max_texel_buffer_elements = 1u << 27;
+  info.max_allocation_bytes = 1ull << 32;
   info.min_storage_offset_alignment = 16;
   info.timestamp_valid_bits = 64;
   info.subgroup_arithmetic = info.subgroup_size_control = true;
