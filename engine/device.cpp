@@ -10,6 +10,13 @@
 namespace vkf {
 namespace {
 
+// A limit of 0 is one the DeviceInfo was not given (a hand-made one), not a device's.
+KernelLimits kernel_limits(const DeviceInfo& info) {
+  auto or_none = [](uint32_t v) { return v ? v : ~0u; };
+  return {or_none(info.max_stage_storage_buffers), or_none(info.max_stage_sampled_images),
+          or_none(info.max_stage_resources), or_none(info.max_push_constant_bytes)};
+}
+
 std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice physical) {
   uint32_t n = 0;
   vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr);
@@ -40,6 +47,12 @@ std::string make_label(const DeviceInfo& info) {
 Device::Device(std::shared_ptr<Instance> instance, const DeviceInfo& info,
                const DeviceOptions& options)
     : instance_(std::move(instance)), info_(info), options_(options), label_(make_label(info)) {
+  // The engine's Vulkan 1.2 core (timeline semaphores, the 1.1/1.2 feature structures) is not
+  // there below 1.2: refuse by name rather than make calls such a device does not define.
+  if (info.api_version < VK_API_VERSION_1_2)
+    throw Error(
+        label_ + " reports Vulkan " + std::to_string(VK_API_VERSION_MAJOR(info.api_version)) + "." +
+        std::to_string(VK_API_VERSION_MINOR(info.api_version)) + "; vkformer needs Vulkan 1.2");
   cap_api_version();
   use_queue_family(options.queue_family.value_or(
       info.queue_families.empty() ? info.compute_queue_family
@@ -207,9 +220,9 @@ void Device::init_common() {
 
   allocator_ = std::make_unique<Allocator>(device_, info_, label_, options_.memory);
   pipeline_cache_ = std::make_unique<PipelineCache>(device_, info_, options_.pipeline_cache_dir);
-  kernels_ =
-      std::make_unique<KernelCache>(device_, pipeline_cache_->get(), label_,
-                                    info_.subgroup_size_control, options_.on_pipeline_compile);
+  kernels_ = std::make_unique<KernelCache>(device_, pipeline_cache_->get(), label_,
+                                           info_.subgroup_size_control,
+                                           options_.on_pipeline_compile, kernel_limits(info_));
   staging_ = allocator_->allocate(options_.staging_bytes, MemoryKind::host, "staging ring");
 
   VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};

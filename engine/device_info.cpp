@@ -303,6 +303,10 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
     info.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
   }
   info.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  info.max_stage_storage_buffers = p.limits.maxPerStageDescriptorStorageBuffers;
+  info.max_stage_sampled_images = p.limits.maxPerStageDescriptorSampledImages;
+  info.max_stage_resources = p.limits.maxPerStageResources;
+  info.max_push_constant_bytes = p.limits.maxPushConstantsSize;
   info.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
   info.texel_buffer_alignment = p.limits.minTexelBufferOffsetAlignment;
   info.max_texel_buffer_elements = p.limits.maxTexelBufferElements;
@@ -354,7 +358,9 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstan
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
   if (info.nv_coopmat2.listed) *ftail = &nv2_features;
   VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  features2.pNext = &f11;
+  // The Vulkan 1.1 and 1.2 feature structures exist on a 1.2 device only: below it (which the
+  // engine refuses to use, engine/device.cpp) the features read as absent.
+  if (p.apiVersion >= VK_API_VERSION_1_2) features2.pNext = &f11;
   vkGetPhysicalDeviceFeatures2(physical, &features2);
   info.fp16 = f12.shaderFloat16;
   info.int8 = f12.shaderInt8;

@@ -84,6 +84,13 @@ struct DeviceInfo {
   std::array<uint32_t, 3> max_workgroup_size{};
   std::array<uint32_t, 3> max_workgroup_count{};
   uint64_t max_storage_buffer_range = 0;
+  // What one shader stage may bind (a kernel's one descriptor set: engine/kernel.cpp refuses a
+  // kernel over them): maxPerStageDescriptorStorageBuffers, ...SampledImages (which counts
+  // uniform texel buffers), maxPerStageResources, and maxPushConstantsSize.
+  uint32_t max_stage_storage_buffers = 0;
+  uint32_t max_stage_sampled_images = 0;
+  uint32_t max_stage_resources = 0;
+  uint32_t max_push_constant_bytes = 0;
   uint64_t max_allocation_bytes = 0;
   uint64_t max_buffer_bytes = 0;
   uint64_t min_storage_offset_alignment = 0;

@@ -111,11 +111,17 @@ Instance::Instance(const InstanceOptions& options) : owned_(true) {
   std::vector<const char*> extensions;
   const bool layer_settings = validation_ && options.sync_validation &&
                               extension_available(k_layer_settings_extension, k_validation_layer);
+  for (const auto& name : options.layers)
+    if (!layer_available(name.c_str()))
+      throw Error("layer " + name + " was requested (InstanceOptions::layers, VKF_LAYERS) but is " +
+                  "not installed");
   if (validation_) {
     layers.push_back(k_validation_layer);
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     if (layer_settings) extensions.push_back(k_layer_settings_extension);
   }
+  // After validation: the loader orders layers as listed, the first nearest the application.
+  for (const auto& name : options.layers) layers.push_back(name.c_str());
   // Lets the loader show portability (e.g. MoltenVK) devices too.
   VkInstanceCreateFlags flags = 0;
   if (extension_available(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {

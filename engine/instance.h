@@ -17,6 +17,11 @@ struct InstanceOptions {
   // With validation: also run synchronization validation (finds missing barriers).
   bool sync_validation = true;
   std::string application_name = "vkformer";
+  // More layers, enabled after validation and so nearer the driver: validation then checks the
+  // engine against what such a layer makes the device report (a device-profile layer:
+  // docs/profiles.md). The tools map VKF_LAYERS=NAME[:NAME...] onto it. A layer that is not
+  // installed is an error.
+  std::vector<std::string> layers;
 };
 
 // Warnings and errors reported by the validation layer; info-level notices are dropped.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -144,13 +145,37 @@ std::string describe(const KernelSpec& spec) {
   return s;
 }
 
+std::string kernel_limits_misfit(const KernelSpec& spec, const KernelLimits& limits,
+                                 const std::string& device_label) {
+  const uint32_t texel = uint32_t(std::popcount(spec.texel_buffers));
+  const uint32_t storage = spec.buffers - texel;
+  auto over = [&](uint32_t n, const char* what, uint32_t limit, const char* name) {
+    return "kernel " + spec.name + " binds " + std::to_string(n) + " " + what + " but " +
+           device_label + " allows " + std::to_string(limit) + " a shader stage (" + name + ")";
+  };
+  if (storage > limits.storage_buffers)
+    return over(storage, "storage buffers", limits.storage_buffers,
+                "maxPerStageDescriptorStorageBuffers");
+  if (texel > limits.texel_buffers)
+    return over(texel, "uniform texel buffers", limits.texel_buffers,
+                "maxPerStageDescriptorSampledImages");
+  if (spec.buffers > limits.resources)
+    return over(spec.buffers, "resources", limits.resources, "maxPerStageResources");
+  if (spec.push_bytes > limits.push_bytes)
+    return "kernel " + spec.name + " takes " + std::to_string(spec.push_bytes) +
+           " bytes of push constants but " + device_label + " allows " +
+           std::to_string(limits.push_bytes) + " (maxPushConstantsSize)";
+  return "";
+}
+
 KernelCache::KernelCache(VkDevice device, VkPipelineCache cache, std::string device_label,
-                         bool subgroup_size_control, PipelineObserver observer)
+                         bool subgroup_size_control, PipelineObserver observer, KernelLimits limits)
     : device_(device),
       cache_(cache),
       label_(std::move(device_label)),
       subgroup_size_control_(subgroup_size_control),
-      observer_(std::move(observer)) {}
+      observer_(std::move(observer)),
+      limits_(limits) {}
 
 void KernelCache::add_shader(const std::string& name, std::span<const uint32_t> spirv) {
   if (name.empty()) throw Error("add_shader: a host kernel needs a name");
@@ -176,6 +201,8 @@ const Kernel& KernelCache::get(const KernelSpec& spec) {
         !why.empty())
       throw Error("host kernel " + spec.name + ": " + why);
   }
+  if (const std::string why = kernel_limits_misfit(spec, limits_, label_); !why.empty())
+    throw Error(why);
   if (words.empty())
     throw Error("no shader named '" + spec.name +
                 "' was built into vkformer or added with Device::add_shader");

@@ -81,11 +81,24 @@ using PipelineObserver = std::function<void(const KernelSpec& spec, double secon
 // "attention_rows_forward [32 4 1 64 64 7 0 1] subgroup 32": a kernel spec in one line.
 std::string describe(const KernelSpec& spec);
 
+// What a device lets one kernel bind (DeviceInfo's per-stage limits); a kernel over them is
+// refused by name, before Vulkan is asked.
+struct KernelLimits {
+  uint32_t storage_buffers = ~0u;  // maxPerStageDescriptorStorageBuffers
+  uint32_t texel_buffers = ~0u;    // maxPerStageDescriptorSampledImages
+  uint32_t resources = ~0u;        // maxPerStageResources
+  uint32_t push_bytes = ~0u;       // maxPushConstantsSize
+};
+
+// Why `spec` does not fit `limits` on `device_label` ("" when it does), naming the limit.
+std::string kernel_limits_misfit(const KernelSpec& spec, const KernelLimits& limits,
+                                 const std::string& device_label);
+
 // Creates each (name, spec constants) pipeline once per device.
 class KernelCache {
  public:
   KernelCache(VkDevice device, VkPipelineCache cache, std::string device_label,
-              bool subgroup_size_control, PipelineObserver observer = {});
+              bool subgroup_size_control, PipelineObserver observer = {}, KernelLimits limits = {});
   const Kernel& get(const KernelSpec& spec);
   size_t size() const { return kernels_.size(); }
   // A host kernel's SPIR-V under `name` (see Device::add_shader).
@@ -97,6 +110,7 @@ class KernelCache {
   std::string label_;
   bool subgroup_size_control_;
   PipelineObserver observer_;
+  KernelLimits limits_;
   std::map<KernelSpec, std::unique_ptr<Kernel>> kernels_;
   std::map<std::string, OwnedShaderModule> modules_;
   std::map<std::string, std::vector<uint32_t>> host_shaders_;

@@ -18,6 +18,14 @@ std::string env(const char* name) {
 InstanceOptions instance_options(InstanceOptions base) {
   const std::string v = env("VKF_VALIDATION");
   if (!v.empty() && v != "0") base.validation = true;
+  // VKF_LAYERS=A:B (the loader's own separator), enabled after validation.
+  const std::string layers = env("VKF_LAYERS");
+  for (size_t start = 0; start < layers.size();) {
+    size_t end = layers.find(':', start);
+    if (end == std::string::npos) end = layers.size();
+    if (end > start) base.layers.push_back(layers.substr(start, end - start));
+    start = end + 1;
+  }
   return base;
 }
 

@@ -2,6 +2,7 @@
 // The environment variables of the vkf command, the tests and the benchmarks, mapped onto the
 // engine's options (the engine itself reads none):
 //   VKF_VALIDATION=1               InstanceOptions::validation
+//   VKF_LAYERS=NAME[:NAME...]      InstanceOptions::layers (after validation, nearer the driver)
 //   VKF_CACHE_DIR=DIR              DeviceOptions::pipeline_cache_dir (default
 //                                  $XDG_CACHE_HOME/vkformer, else ~/.cache/vkformer) and the
 //                                  lavapipe shader caches under it (engine/cpu_driver.h)

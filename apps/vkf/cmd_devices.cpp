@@ -7,6 +7,7 @@
 #include "apps/tool_env/tool_env.h"
 #include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
+#include "apps/vkf/profile_report.h"
 #include "engine/engine.h"
 #include "engine/ops/basic.h"
 
@@ -43,12 +44,22 @@ RegisterCommand reg("devices", "List Vulkan devices and their capabilities", [](
   auto json = std::make_shared<bool>(false);
   auto check = std::make_shared<bool>(false);
   auto selector = std::make_shared<std::string>();
+  auto profile = std::make_shared<std::string>();
   sub.add_flag("--json", *json, "Machine-readable output");
   sub.add_flag("--self-check", *check, "Run a kernel on the selected device and verify it");
-  sub.add_option("--device", *selector, "Device for --self-check: index, vendor or name part");
+  sub.add_option("--device", *selector,
+                 "Device for --self-check and --profile: index, vendor or name part");
+  sub.add_option("--profile", *profile,
+                 "A device profile (JSON, docs/profiles.md): the selected device restricted to it, "
+                 "and the kernels the engine would choose and what it would refuse there");
   return [=]() {
     Instance instance(tool::instance_options());
     auto infos = query_all_devices(instance.physical_devices(), instance.get());
+    if (!profile->empty()) {
+      if (infos.empty()) throw Error("vkf devices --profile: no Vulkan device to restrict");
+      std::cout << profile_report(select_device(infos, *selector), *profile);
+      return 0;
+    }
     if (*json) {
       std::cout << devices_json(infos) << "\n";
     } else {

@@ -24,7 +24,9 @@ uint32_t first_pass_groups(uint32_t n, uint32_t wg, uint32_t max_groups) {
 }  // namespace
 
 uint64_t grad_norm_partials_bytes(const GradNormArgs& a) {
-  uint32_t wg = a.workgroup_size ? a.workgroup_size : 256;
+  // The default workgroup is 256 or, on a device that allows fewer invocations, as few as 128
+  // (resolve_workgroup_size): room for the smaller one's partials, which are more.
+  uint32_t wg = a.workgroup_size ? a.workgroup_size : 128;
   uint64_t pairs = 0;
   for (const GradSpan& g : a.grads) pairs += first_pass_groups(g.n, wg, a.max_groups);
   return pairs * 8;

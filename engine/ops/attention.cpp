@@ -98,8 +98,10 @@ void check_tiles(Device& dev, AttentionKernel kernel, const AttentionTiles& t,
 // The rows path needs the workgroup to be one subgroup of 4..32 lanes, a multiple of 4: dropout
 // reads the mask four weights at a time and dQ keeps a block's mask as bits of a uint.
 bool rows_supported(const DeviceInfo& info) {
-  return info.subgroup_size >= 4 && info.subgroup_size <= 32 && info.subgroup_size % 4 == 0 &&
-         info.subgroup_size <= info.max_workgroup_invocations &&
+  // The rows kernels hand K/V rows across the subgroup with subgroupShuffle (a device may list
+  // basic subgroup operations only: VP_LUNARG_desktop_baseline_2023).
+  return info.subgroup_shuffle && info.subgroup_size >= 4 && info.subgroup_size <= 32 &&
+         info.subgroup_size % 4 == 0 && info.subgroup_size <= info.max_workgroup_invocations &&
          info.subgroup_size <= info.max_workgroup_size[0];
 }
 
@@ -258,7 +260,8 @@ std::string attention_tiles_misfit(const DeviceInfo& info, AttentionKernel kerne
                                    const AttentionTiles& t, uint32_t d_k, uint32_t d_v) {
   if (t.path == AttentionPath::rows) {
     if (!rows_supported(info))
-      return "the rows path needs a subgroup of 4..32 lanes, a multiple of 4";
+      return "the rows path needs subgroup shuffles and a subgroup of 4..32 lanes, a multiple "
+             "of 4";
     if (t.rows == 0 || t.rows > k_max_rows)
       return std::to_string(t.rows) + " rows per lane (1.." + std::to_string(k_max_rows) + ")";
     if (t.unroll == AttentionTiles::Unroll::automatic) return "unroll left automatic";

@@ -1,5 +1,7 @@
 #include "engine/ops/elementwise.h"
 
+#include <algorithm>
+#include <bit>
 #include <string>
 
 #include "engine/error.h"
@@ -30,7 +32,17 @@ std::string workgroup_size_misfit(const DeviceInfo& info, uint32_t wg) {
 }
 
 uint32_t resolve_workgroup_size(const Device& dev, uint32_t requested, const char* op) {
-  const uint32_t wg = requested ? requested : 256;
+  // The default: 256, or the largest power of two the device allows below it (a device may
+  // allow as few as 128 invocations, Vulkan's minimum); the kernels' reductions need a power
+  // of two. A size the caller asks for is checked as it is.
+  uint32_t wg = requested;
+  if (wg == 0) {
+    const DeviceInfo& info = dev.info();
+    const uint32_t cap =
+        std::min({256u, info.max_workgroup_invocations ? info.max_workgroup_invocations : 256u,
+                  info.max_workgroup_size[0] ? info.max_workgroup_size[0] : 256u});
+    wg = std::bit_floor(cap);
+  }
   if (const std::string why = workgroup_size_misfit(dev.info(), wg); !why.empty())
     throw Error(std::string(op) + ": " + why);
   return wg;

@@ -74,7 +74,17 @@ TopKChoice choose_topk(const DeviceInfo& info, const Tuning* tuning, const TopKP
   }
   TopKConfig c = requested;
   c.path = TopKPath::chunks;
-  return {c, ConfigSource::table, "default: " + describe(c) + passed_over};
+  // The default chunk (64 x 32 entries, 16.5 KiB) is over a 16 KiB device's shared memory:
+  // fewer entries an invocation until it fits, as long as the chunk keeps room for 2k.
+  std::string smaller;
+  while (c.per_thread > 1 &&
+         uint64_t{c.workgroup_size} * (c.per_thread + 1) * 8 > info.shared_memory_bytes &&
+         2 * uint64_t{p.k} <= uint64_t{c.workgroup_size} * (c.per_thread / 2)) {
+    c.per_thread /= 2;
+    smaller = " (a smaller chunk: the default's is over " +
+              std::to_string(info.shared_memory_bytes) + " bytes of shared memory)";
+  }
+  return {c, ConfigSource::table, "default: " + describe(c) + smaller + passed_over};
 }
 
 }  // namespace vkf::ops

@@ -625,7 +625,12 @@ VKF_TEST_CASE("attention arguments are checked", "[shaders][attention]") {
   a.len_q = 5;
   REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("q needs"));
   a = g.args({512, 128, 128, Path::tiled});
-  REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("shared memory"));
+  // Over shared memory; on a device of fewer than 512 invocations (a profile's) the workgroup
+  // is refused first.
+  REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a),
+                      dev.info().max_workgroup_invocations >= 512
+                          ? Catch::Contains("shared memory")
+                          : Catch::Contains("not valid on"));
   if (paths().size() > 1) {
     a = g.args({0, 0, 0, Path::rows, 9});
     REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("rows per lane"));
