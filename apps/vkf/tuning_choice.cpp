@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "apps/tool_env/tool_env.h"
+#include "bench/tune/tuning_verify.h"
 #include "engine/error.h"
 #include "engine/tuning_file.h"
 #include "model/decode/state.h"
@@ -95,6 +96,24 @@ tune::TuneShapes bench_tune_shapes(bench::Suite suite) {
   return out;
 }
 
+namespace {
+
+// The tuning `f` (read from `path`) holds for `dev`, once every entry has passed the checks the
+// tuner holds its own winners to (tune/tuning_verify.h); each entry dropped is named on stderr.
+std::shared_ptr<const Tuning> verified(Device& dev, TuningFile f, const std::string& path,
+                                       const std::string& cache_dir, const std::string& who) {
+  const tune::Verification v = tune::verify_tuning(dev, f, cache_dir);
+  for (const std::string& note : v.dropped)
+    std::fprintf(stderr, "%s: %s: tuning entry dropped (its class runs the default): %s\n",
+                 who.c_str(), path.c_str(), note.c_str());
+  if (v.checked)
+    std::fprintf(stderr, "%s: checked %zu tuning entries of %s against the reference\n",
+                 who.c_str(), v.checked, path.c_str());
+  return make_tuning(f, path);
+}
+
+}  // namespace
+
 void apply_tuning(Device& dev, const std::string& choice, const tune::TuneShapes& shapes,
                   const std::string& who, const std::string& cache_dir) {
   auto say = [&](const std::string& line) {
@@ -102,16 +121,16 @@ void apply_tuning(Device& dev, const std::string& choice, const tune::TuneShapes
   };
   dev.set_tuning(nullptr);
   if (choice == "off") return say("default (--tune off)");
+  const std::string dir = cache_dir.empty() ? dev.options().pipeline_cache_dir : cache_dir;
   if (choice != "auto") {
     if (!std::filesystem::exists(choice)) throw Error("--tune: no tuning file " + choice);
-    read_tuning_file(choice);  // a malformed file is an error, not a note
-    const TuningLoad l = load_tuning(choice, dev.info());
-    if (!l.tuning) return say("default (" + l.note + ")");
-    dev.set_tuning(l.tuning);
+    const TuningFile f = read_tuning_file(choice);  // a malformed file is an error, not a note
+    if (const std::string why = f.key.mismatch(TuningKey::of(dev.info())); !why.empty())
+      return say("default (the tuning file " + choice + " is ignored: " + why + ")");
+    dev.set_tuning(verified(dev, f, choice, dir, who));
     return say("tuned (" + choice + ")");
   }
-  const std::string path = tuning_file_path(
-      cache_dir.empty() ? dev.options().pipeline_cache_dir : cache_dir, dev.info());
+  const std::string path = tuning_file_path(dir, dev.info());
   if (path.empty()) return say("default (no cache directory for a tuning file)");
   TuningLoad l = load_tuning(path, dev.info());
   if (!l.tuning) {
@@ -126,6 +145,7 @@ void apply_tuning(Device& dev, const std::string& choice, const tune::TuneShapes
     o.budget_seconds = budget;
     const tune::TuneReport report = tune::tune_model(dev, shapes, timer, o);
     write_tuning_file(path, report.file);
+    tune::remember_verified(dev, report.file, dir);  // the tuner checked its winners
     // Named so a user knows what a longer `vkf tune` would add (a slow device or a large model
     // can spend the whole budget on the first families).
     if (!report.skipped.empty()) {
@@ -137,7 +157,9 @@ void apply_tuning(Device& dev, const std::string& choice, const tune::TuneShapes
     l = load_tuning(path, dev.info());
     if (!l.tuning) throw Error("the tuning file just written does not load: " + l.note);
   }
-  dev.set_tuning(l.tuning);
+  // The cache directory's file may have come from `vkf tune --import` or a hand: checked as
+  // any other (a file the tuner wrote passes from its record, without a run).
+  dev.set_tuning(verified(dev, read_tuning_file(path), path, dir, who));
   say("tuned (" + path + ")");
 }
 
