@@ -26,13 +26,14 @@ T field(const json& j, const char* key, const std::string& where) {
 // whatever its low bits are, and an impossible count then compares equal to a real one.
 int count_field(const json& j, const char* key, const std::string& where, int lo, int hi) {
   const json v = field<json>(j, key, where);
-  const std::string range =
-      " (a whole number in " + std::to_string(lo) + ".." + std::to_string(hi) + ")";
-  if (!v.is_number_integer())
-    throw Error(where + ": field '" + key + "' is not a whole number" + range);
-  const bool huge = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(hi);
-  if (huge || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-    throw Error(where + ": field '" + key + "' is " + v.dump() + ", out of range" + range);
+  const bool whole = v.is_number_integer();
+  const bool huge = whole && v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(hi);
+  if (!whole || huge || v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
+    std::string text = v.dump();
+    if (text.size() > 40) text = text.substr(0, 40) + "...";
+    throw Error(where + ": field '" + key + "' is " + text + ", not a whole number in " +
+                std::to_string(lo) + ".." + std::to_string(hi));
+  }
   return v.get<int>();
 }
 

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -127,6 +128,8 @@ std::set<std::string> read_record(const std::string& path) {
 // Appends (one short write a line, O_APPEND): two runs recording at once lose nothing.
 void append_record(const std::string& path, const std::vector<std::string>& keys) {
   if (path.empty() || keys.empty()) return;
+  std::error_code ec;  // the cache directory may not exist before the first pipeline cache write
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   std::string text;
   for (const std::string& k : keys) text += k + "\n";
   if (FILE* f = std::fopen(path.c_str(), "a")) {

@@ -15,6 +15,7 @@
 
 #include "engine/tuning_file.h"
 #include "tests/apps/cli_support.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/vk_test.h"
 
 namespace fs = std::filesystem;
@@ -89,10 +90,11 @@ TEST_CASE(
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(60));
 
   // Training: the same losses as the defaults'.
-  const CliResult train_off =
-      run_vkf(vkf::test::train_args(dir / "off", "--max-steps 3 --seed 7 --tune off"));
+  const CliResult train_off = run_vkf(
+      vkf::test::train_args(dir / "off", "--max-steps 3 --seed 7 --log-every 1 --tune off"));
   REQUIRE(train_off.status == 0);
-  r = run_vkf(vkf::test::train_args(dir / "bad", "--max-steps 3 --seed 7 --tune " + bad.string()));
+  r = run_vkf(vkf::test::train_args(dir / "bad",
+                                    "--max-steps 3 --seed 7 --log-every 1 --tune " + bad.string()));
   CHECK(r.status == 0);
   REQUIRE(!losses(train_off.err).empty());
   CHECK(losses(r.err) == losses(train_off.err));
@@ -151,7 +153,7 @@ TEST_CASE("robust 41.6: a tuning budget past any clock is refused, naming --budg
   CHECK_THAT(r.err, Catch::Contains("--budget") && Catch::Contains("longer than a year"));
   CHECK(!fs::exists(out));
   // The same rule for training's --max-time.
-  r = run_vkf(vkf::test::train_args(dir / "run", "--max-time 9999999999h"));
+  r = run_vkf(vkf::test::train_args(dir / "run", "--max-steps 1 --max-time 9999999999h"));
   CHECK(r.status != 0);
   CHECK_THAT(r.err, Catch::Contains("--max-time") && Catch::Contains("longer than a year"));
 }
@@ -190,7 +192,7 @@ TEST_CASE("robust 41.7: bench compare refuses impossible counts and keeps its ta
       edited_result(dir / "repeat.json", [](nlohmann::json& j) { j["repeat"] = 2.5; });
   CliResult r = run_vkf("bench compare " + repeat.string());
   CHECK(r.status == 1);
-  CHECK_THAT(r.err, Catch::Contains("'repeat'") && Catch::Contains("whole number"));
+  CHECK_THAT(r.err, Catch::Contains("'repeat'") && Catch::Contains("not a whole number"));
 
   // A '|' or a line break in any text the files hold stays inside its cell.
   const fs::path hostile = edited_result(dir / "hostile.json", [](nlohmann::json& j) {
