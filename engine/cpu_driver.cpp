@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "engine/error.h"
+
 namespace vkf {
 namespace {
 
@@ -16,6 +18,7 @@ bool cpu_has_avx512f() {
 }
 
 CpuDriverSettings decide(const std::string& base) {
+  check_cpu_driver_environment();
   CpuDriverSettings s;
   if (const char* w = std::getenv("LP_NATIVE_VECTOR_WIDTH"); w && *w) {
     s.vector_width = w;
@@ -35,6 +38,15 @@ CpuDriverSettings decide(const std::string& base) {
 }
 
 }  // namespace
+
+void check_cpu_driver_environment() {
+  const char* w = std::getenv("LP_NATIVE_VECTOR_WIDTH");
+  if (!w || !*w) return;
+  const std::string width = w;
+  if (width != "128" && width != "256" && width != "512")
+    throw Error("LP_NATIVE_VECTOR_WIDTH='" + width.substr(0, 40) +
+                "' is not a vector width lavapipe runs: 128, 256 or 512 (bits), or unset");
+}
 
 const CpuDriverSettings& configure_cpu_driver(const std::string& cache_dir) {
   static const CpuDriverSettings settings = decide(cache_dir);

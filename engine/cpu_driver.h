@@ -29,6 +29,11 @@ struct CpuDriverSettings {
   std::string shader_cache_dir;      // MESA_SHADER_CACHE_DIR set here; "" = left as it was
 };
 
+// Throws vkf::Error when LP_NATIVE_VECTOR_WIDTH holds a width llvmpipe does not build for (it
+// takes any value, and crashes compiling for 7): 128, 256 and 512 pass, as does unset. Every
+// Instance (the C API's too) and configure_cpu_driver check it.
+void check_cpu_driver_environment();
+
 // Idempotent: the first call decides and sets the environment; later calls return the same.
 // cache_dir: where Mesa's per-width shader caches go; "" leaves MESA_SHADER_CACHE_DIR alone.
 const CpuDriverSettings& configure_cpu_driver(const std::string& cache_dir);

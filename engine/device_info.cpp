@@ -450,7 +450,8 @@ const DeviceInfo& select_device(const std::vector<DeviceInfo>& devices,
   bool numeric = std::all_of(selector.begin(), selector.end(),
                              [](unsigned char c) { return std::isdigit(c); });
   if (numeric) {
-    size_t idx = std::stoul(selector);
+    // No index has ten digits; std::stoul would throw a bare "stoul" past 2^64.
+    const size_t idx = selector.size() <= 9 ? std::stoul(selector) : devices.size();
     if (idx < devices.size()) return devices[idx];
   } else {
     std::string sel = lower(selector);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "engine/cpu_driver.h"
 #include "engine/error.h"
 
 namespace vkf {
@@ -96,6 +97,7 @@ std::vector<std::string> ValidationLog::take() {
 }
 
 Instance::Instance(const InstanceOptions& options) : owned_(true) {
+  check_cpu_driver_environment();  // before the driver reads it
   validation_ = options.validation;
   if (validation_ && !layer_available(k_validation_layer))
     throw Error(std::string("validation was requested but ") + k_validation_layer +

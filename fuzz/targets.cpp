@@ -174,13 +174,4 @@ void metrics(std::string_view bytes) {
   }
 }
 
-const std::vector<Target>& all_targets() {
-  static const std::vector<Target> list = {
-      {"safetensors", safetensors}, {"optimizer_state", optimizer_state},
-      {"config", config},           {"lines", lines},
-      {"metrics", metrics},
-  };
-  return list;
-}
-
 }  // namespace vkf::fuzz

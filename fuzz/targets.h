@@ -20,10 +20,18 @@ void lines(std::string_view bytes);
 // The BLEU and chrF readers and metrics: hypothesis and reference text split at the first NUL.
 void metrics(std::string_view bytes);
 
+// The tools' inputs (fuzz/targets_tools.cpp): a tuning file (--tune FILE, `vkf tune --import`),
+// a `vkf bench` result file as `vkf bench compare` reads and prints it (the Markdown table must
+// keep one line a row), and a `vkf bench --rows` pattern.
+void tuning_file(std::string_view bytes);
+void bench_report(std::string_view bytes);
+void rows_pattern(std::string_view bytes);
+
 struct Target {
   const char* name;  // also the directory name under fuzz/corpus and fuzz/regressions
   void (*run)(std::string_view);
 };
+// Every target, for the tests that replay the seeds (fuzz/all_targets.cpp).
 const std::vector<Target>& all_targets();
 
 }  // namespace vkf::fuzz

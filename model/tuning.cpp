@@ -7,6 +7,7 @@
 #include "engine/tuning_file.h"
 #include "tune/model_tuner.h"
 #include "tune/timer.h"
+#include "tune/tuning_verify.h"
 
 namespace vkf::model {
 namespace {
@@ -49,16 +50,28 @@ std::string apply_tuning(Device& dev, const TuningChoice& choice, const ops::OpP
   if (choice.use.empty()) return "as set on the device";
   dev.set_tuning(nullptr);
   if (choice.use == "off") return "default (--tune off)";
+  const std::string dir =
+      choice.cache_dir.empty() ? dev.options().pipeline_cache_dir : choice.cache_dir;
+  // The tuning `f` (read from `path`) holds for `dev`, once every entry has passed the checks the
+  // tuner holds its own winners to (tune/tuning_verify.h); each entry dropped is named.
+  auto verified = [&](TuningFile f, const std::string& path) {
+    const tune::Verification v = tune::verify_tuning(dev, f, dir);
+    for (const std::string& why : v.dropped)
+      tell(path + ": tuning entry dropped (its class runs the default): " + why);
+    if (v.checked)
+      tell("checked " + std::to_string(v.checked) + " tuning entries of " + path +
+           " against the reference");
+    return make_tuning(f, path);
+  };
   if (choice.use != "auto") {
     if (!std::filesystem::exists(choice.use)) throw Error("--tune: no tuning file " + choice.use);
-    read_tuning_file(choice.use);  // a malformed file is an error, not a note
-    const TuningLoad l = load_tuning(choice.use, dev.info());
-    if (!l.tuning) return "default (" + l.note + ")";
-    dev.set_tuning(l.tuning);
+    const TuningFile f = read_tuning_file(choice.use);  // a malformed file is an error, not a note
+    if (const std::string why = f.key.mismatch(TuningKey::of(dev.info())); !why.empty())
+      return "default (the tuning file " + choice.use + " is ignored: " + why + ")";
+    dev.set_tuning(verified(f, choice.use));
     return "tuned (" + choice.use + ")";
   }
-  const std::string path = tuning_file_path(
-      choice.cache_dir.empty() ? dev.options().pipeline_cache_dir : choice.cache_dir, dev.info());
+  const std::string path = tuning_file_path(dir, dev.info());
   if (path.empty()) return "default (no cache directory for a tuning file)";
   TuningLoad l = load_tuning(path, dev.info());
   if (!l.tuning) {
@@ -71,6 +84,7 @@ std::string apply_tuning(Device& dev, const TuningChoice& choice, const ops::OpP
     o.budget_seconds = choice.budget_seconds;
     const tune::TuneReport report = tune::tune_model(dev, problems, timer, o);
     write_tuning_file(path, report.file);
+    tune::remember_verified(dev, report.file, dir);  // the tuner checked its winners
     // Named so a user knows what a longer `vkf tune` would add (a slow device or a large model
     // can spend the whole budget on the first families).
     if (!report.skipped.empty()) {
@@ -82,7 +96,9 @@ std::string apply_tuning(Device& dev, const TuningChoice& choice, const ops::OpP
     l = load_tuning(path, dev.info());
     if (!l.tuning) throw Error("the tuning file just written does not load: " + l.note);
   }
-  dev.set_tuning(l.tuning);
+  // The cache directory's file may have come from `vkf tune --import` or a hand: checked as
+  // any other (a file the tuner wrote passes from its record, without a run).
+  dev.set_tuning(verified(read_tuning_file(path), path));
   return "tuned (" + path + ")";
 }
 

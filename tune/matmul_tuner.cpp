@@ -177,7 +177,7 @@ TuningFile tune_matmuls(Device& dev, std::span<const ops::MatmulProblem> shapes,
     const double mine = std::max(per_shape, left / double(one_per_class.size() - s));
     const Clock::time_point deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(std::max(mine, 0.0)));
+                           std::chrono::duration<double>(std::clamp(mine, 0.0, 366.0 * 24 * 3600)));
     const std::string cls = ops::matmul_shape_class(one_per_class[s]);
     auto step = [&](size_t i, size_t n, const std::string& best) {
       if (!options.progress) return;

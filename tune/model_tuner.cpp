@@ -86,7 +86,9 @@ TuneReport tune_model(Device& dev, const TuneShapes& shapes, Timer& timer,
   const int families = jobs.empty() ? 0 : jobs.back().family + 1;
   Clock::time_point family_end = start;
   for (size_t j = 0; j < jobs.size(); ++j) {
-    const double left = options.budget_seconds - seconds_since(start);
+    // At most a year: clock ticks overflow near 292 years, and a budget past that would end
+    // the search at once (vkf refuses such a --budget; a library caller is clamped).
+    const double left = std::min(options.budget_seconds, 366.0 * 24 * 3600) - seconds_since(start);
     if (left <= 0) {  // the budget is spent: the rest keep their defaults
       for (size_t r = j; r < jobs.size(); ++r) report.skipped.push_back(jobs[r].name);
       break;

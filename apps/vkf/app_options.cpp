@@ -21,15 +21,20 @@
 
 namespace vkf::app {
 
-double parse_duration(const std::string& text) {
+double parse_duration(const std::string& text, const std::string& flag) {
   static const std::regex pattern(R"((?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?)");
   std::smatch m;
   if (text.empty() || text.size() > 40 || !std::regex_match(text, m, pattern))
-    throw Error("'" + text + "' is not a duration (examples: 90, 90s, 15m, 2h, 1h30m)");
+    throw Error(flag + " '" + text + "' is not a duration (examples: 90, 90s, 15m, 2h, 1h30m)");
   double seconds = 0;
   if (m[1].matched) seconds += 3600.0 * std::stod(m[1]);
   if (m[2].matched) seconds += 60.0 * std::stod(m[2]);
   if (m[3].matched) seconds += std::stod(m[3]);
+  // The callers turn it into clock ticks, which a duration of 10^20 s overflows (into the past:
+  // a search that ends at once). A year is beyond any run's use.
+  if (!(seconds <= k_max_duration_seconds))
+    throw Error(flag + " '" + text + "' is longer than a year (" +
+                std::to_string(int64_t(k_max_duration_seconds)) + " s), the most it takes");
   return seconds;
 }
 

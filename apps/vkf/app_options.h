@@ -12,8 +12,10 @@
 
 namespace vkf::app {
 
-// "90", "90s", "15m", "2h", "1h30m" -> seconds. Throws vkf::Error on anything else.
-double parse_duration(const std::string& text);
+// "90", "90s", "15m", "2h", "1h30m" -> seconds, at most k_max_duration_seconds. Throws vkf::Error
+// naming `flag` on anything else.
+constexpr double k_max_duration_seconds = 366.0 * 24 * 3600;
+double parse_duration(const std::string& text, const std::string& flag);
 
 // Validators for numeric flags, run on the text before CLI11 converts it (CLI11 would wrap "-1"
 // into an unsigned flag's largest value). The text must be a whole number (int_range) or a

@@ -6,11 +6,11 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <regex>
 #include <sstream>
 
 #include "apps/tool_env/tool_env.h"
 #include "apps/vkf/bench/compare.h"
+#include "apps/vkf/bench/row_pattern.h"
 #include "apps/vkf/bench/shapes.h"
 #include "apps/vkf/bench/suite.h"
 #include "apps/vkf/command.h"
@@ -50,17 +50,11 @@ int run_bench(const BenchArgs& a) {
   bench::RunOptions o = a.options;
   o.suite = bench::parse_suite(a.suite);
   if (o.repeat < 1) throw Error("--repeat must be at least 1");
-  for (const auto& [flag, pattern] :
-       {std::pair{"--rows", o.rows}, {"--wrong-kernel", o.wrong_rows}})
-    try {
-      std::regex check(pattern);
-    } catch (const std::regex_error& e) {
-      throw Error(std::string(flag) + " '" + pattern +
-                  "' is not a regular expression: " + e.what());
-    }
+  bench::check_row_pattern(o.rows, "--rows");
+  bench::check_row_pattern(o.wrong_rows, "--wrong-kernel");
   if (a.list) {
     for (const bench::RowSpec& r : bench::suite_rows(o.suite))
-      if (o.rows.empty() || std::regex_search(r.id, std::regex(o.rows)))
+      if (o.rows.empty() || bench::row_pattern_search(o.rows, r.id))
         std::cout << r.id << "\t" << r.title << "\n";
     return 0;
   }
@@ -114,9 +108,10 @@ RegisterCommand reg(
       sub.add_option("--repeat", a->options.repeat,
                      "Timed runs per row after the checked one (at most 2 for rows over 1 s)")
           ->capture_default_str();
-      sub.add_option("--rows", a->options.rows,
-                     "Only the rows whose id matches this regular expression (see --list); the "
-                     "peak rows always run");
+      sub.add_option(
+          "--rows", a->options.rows,
+          "Only the rows whose id matches this regular expression (RE2 syntax, see --list); the "
+          "peak rows always run");
       sub.add_flag("--list", a->list, "List the suite's row ids and titles (those --rows selects)");
       // Test hook (tests/apps/test_bench.cpp): corrupt the checked output of the matching rows,
       // which must then FAIL.

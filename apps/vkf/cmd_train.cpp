@@ -94,7 +94,7 @@ int run_train(TrainArgs& a) {
   o.config = build_config(a);
   o.train = corpus_of(a.train_sets, "--train-sets");
   if (!a.valid_sets.empty()) o.valid = corpus_of(a.valid_sets, "--valid-sets");
-  if (!a.max_time.empty()) o.max_seconds = parse_duration(a.max_time);
+  if (!a.max_time.empty()) o.max_seconds = parse_duration(a.max_time, "--max-time");
   if (a.schedule == "noam")
     o.adam.schedule = ops::LrSchedule::noam;
   else if (a.schedule == "constant")

@@ -22,6 +22,7 @@
 #include "model/checkpoint.h"
 #include "model/decode/translator.h"
 #include "tune/model_tuner.h"
+#include "tune/tuning_verify.h"
 
 namespace vkf::app {
 namespace {
@@ -120,9 +121,17 @@ int run_tune(const TuneArgs& a) {
     const std::string from = a.import_from.empty() ? own : a.import_from;
     const std::string to = a.import_from.empty() ? a.export_to : (a.out.empty() ? own : a.out);
     if (from.empty() || to.empty()) throw Error("no cache directory for the tuning file");
-    const TuningFile f = read_tuning_file(from);
+    TuningFile f = read_tuning_file(from);
     if (const std::string why = f.key.mismatch(TuningKey::of(dev->info())); !why.empty())
       throw Error("the tuning file " + from + " does not apply to " + dev->label() + ": " + why);
+    if (!a.import_from.empty()) {
+      // Held to what the tuner holds its own winners to: a wrong entry is dropped, not copied.
+      const tune::Verification v = tune::verify_tuning(*dev, f, dev->options().pipeline_cache_dir);
+      for (const std::string& note : v.dropped)
+        std::cerr << "vkf tune: " << from << ": dropped " << note << "\n";
+      std::cerr << "vkf tune: " << v.checked + v.remembered << " entries passed their checks, "
+                << v.dropped.size() << " dropped\n";
+    }
     write_tuning_file(to, f);
     std::cerr << "vkf tune: " << from << " -> " << to << " (" << f.matmul.size() << " matmul, "
               << f.attention.size() << " attention, " << f.layer_norm.size() << " LayerNorm, "
@@ -130,7 +139,7 @@ int run_tune(const TuneArgs& a) {
               << f.adam.size() << " Adam shape classes)\n";
     return 0;
   }
-  const double budget = parse_duration(a.budget);
+  const double budget = parse_duration(a.budget, "--budget");
   if (budget <= 0) throw Error("--budget must be positive");
   const std::string out = a.out.empty() ? own : a.out;
   if (out.empty()) throw Error("no cache directory for the tuning file: name one with --out");
@@ -156,6 +165,7 @@ int run_tune(const TuneArgs& a) {
   const tune::TuneReport report = tune::tune_model(*dev, shapes, timer, o);
   const TuningFile& f = report.file;
   write_tuning_file(out, f);
+  tune::remember_verified(*dev, f, dev->options().pipeline_cache_dir);  // checked as chosen
 
   print("%-13s %-28s %-16s %-24s %9s  %-34s %9s %8s %s\n", "family", "class", "shape", "default",
         "ms", "tuned", "ms", "speed-up", "(tried, rejected, untried)");

@@ -18,7 +18,12 @@ std::vector<Command>& commands() {
 }  // namespace vkf::app
 
 int main(int argc, char** argv) {
-  vkf::tool::configure_cpu_driver();  // before any Vulkan instance: see engine/cpu_driver.h
+  try {
+    vkf::tool::configure_cpu_driver();  // before any Vulkan instance: see engine/cpu_driver.h
+  } catch (const vkf::Error& e) {
+    std::fprintf(stderr, "vkf: error: %s\n", e.what());
+    return 1;
+  }
   vkf::app::watch_standard_output();
   CLI::App app{"vkformer: train and run the Transformer on any Vulkan device", "vkf"};
   app.require_subcommand(1);

@@ -10,16 +10,16 @@ const char* bucket(uint32_t x) {
   return x <= 16 ? "16" : x <= 128 ? "128" : x <= 1024 ? "1k" : "big";
 }
 
-// Why a tuned configuration cannot run `p` here, or "".
-std::string tuned_misfit(const MatmulConfig& c, const DeviceInfo& info, const MatmulProblem& p) {
+}  // namespace
+
+std::string tuned_matmul_misfit(const MatmulConfig& c, const DeviceInfo& info,
+                                const MatmulProblem& p) {
   if (c.coopmat && p.dtype != DType::f16)
     return "a tensor-core configuration for " + std::string(dtype_name(p.dtype));
   if (c.coopmat && shaders::find(c.coopmat_kernel()).empty())
     return "this build lacks its cooperative-matrix kernel";
   return matmul_config_misfit(c, info);
 }
-
-}  // namespace
 
 std::string matmul_shape_class(const MatmulProblem& p) {
   const char* form = p.trans_a ? (p.trans_b ? "atbt" : "atb") : (p.trans_b ? "abt" : "ab");
@@ -36,7 +36,7 @@ MatmulChoice choose_matmul(const DeviceInfo& info, const Tuning* tuning, const M
   if (tuning) {
     const std::string cls = matmul_shape_class(p);
     if (auto it = tuning->matmul.find(cls); it != tuning->matmul.end()) {
-      const std::string misfit = tuned_misfit(it->second, info, p);
+      const std::string misfit = tuned_matmul_misfit(it->second, info, p);
       if (misfit.empty())
         return {it->second, MatmulSource::tuned,
                 "tuned for " + cls + " (" + it->second.describe() + ", " + tuning->origin + ")"};

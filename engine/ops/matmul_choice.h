@@ -41,6 +41,11 @@ struct MatmulChoice {
   std::string why;  // one line: "table row cpu_direct16: CPU device, subgroups of 16, ..."
 };
 
+// Why a tuned configuration cannot run problems like `p` on `info`, or "": the checks of a forced
+// one (matmul_config_misfit), and a tensor-core row only for f16 in a build with its kernel.
+std::string tuned_matmul_misfit(const MatmulConfig& c, const DeviceInfo& info,
+                                const MatmulProblem& p);
+
 // `tuning` may be null (the table only). A tuned entry that does not fit `info` (another
 // device's file imported by hand) or cannot run the problem (a coopmat row for f32) is passed
 // over, and `why` says so.

@@ -178,10 +178,51 @@ std::string nv_coopmat2_misfit(const MatmulConfig& c, const DeviceInfo& info) {
          " (listed: " + (listed.empty() ? "none" : listed) + ")";
 }
 
+// The tiling itself, whatever the device: what the kernels assume of a configuration without
+// checking it (a tuning file's, or a forced one, may be anything). A workgroup that does not
+// cover its tile leaves part of C unwritten and wrong, silently; a huge register block compiles
+// for minutes.
+std::string geometry_misfit(const MatmulConfig& c, bool emulated_coopmat) {
+  auto n = [](uint32_t v) { return std::to_string(v); };
+  if (!c.workgroup || !c.bm || !c.bn || !c.bk || !c.tm || !c.tn)
+    return "a zero size (workgroup " + n(c.workgroup) + ", tile " + n(c.bm) + "x" + n(c.bn) + "x" +
+           n(c.bk) + ", block " + n(c.tm) + "x" + n(c.tn) + ")";
+  if (c.bm % c.tm || c.bn % c.tn)
+    return "its tile " + n(c.bm) + "x" + n(c.bn) + " is not a multiple of its block " + n(c.tm) +
+           "x" + n(c.tn);
+  if (c.nv2) return "";  // the block is the tile (nv_coopmat2_misfit)
+  if (c.coopmat) {
+    // 16x16x16 fragments: the NV kernel's, and the emulated kernels'.
+    if ((!c.khr || emulated_coopmat) && (c.tm % 16 || c.tn % 16 || c.bk % 16))
+      return "a block of " + n(c.tm) + "x" + n(c.tn) + " with k steps of " + n(c.bk) +
+             " is not made of 16x16x16 fragments";
+    return "";
+  }
+  // shaders/matmul.comp: acc[TM][TN] in each invocation.
+  if (uint64_t(c.tm) * c.tn > k_matmul_max_block)
+    return "a block of " + n(c.tm) + "x" + n(c.tn) + " exceeds " + n(k_matmul_max_block) +
+           " accumulators an invocation";
+  if (c.shared) {
+    if (c.subgroups() != c.workgroup)
+      return "a workgroup of " + n(c.workgroup) + " does not cover its tile: " + n(c.bm) + "x" +
+             n(c.bn) + " in blocks of " + n(c.tm) + "x" + n(c.tn) + " needs " + n(c.subgroups()) +
+             " invocations";
+    return "";
+  }
+  // The direct path: one subgroup shares the tile's rows (fetched S at a time) and owns tn
+  // columns a lane.
+  if (c.bm != c.tm || c.tm % c.workgroup || uint64_t(c.workgroup) * c.tn != c.bn)
+    return "a direct-path tile of " + n(c.bm) + "x" + n(c.bn) + " with blocks of " + n(c.tm) + "x" +
+           n(c.tn) + " on " + n(c.workgroup) +
+           " lanes (it needs bm = tm, a multiple of the lanes, and bn = lanes x tn)";
+  return "";
+}
+
 }  // namespace
 
 std::string matmul_config_misfit(const MatmulConfig& c, const DeviceInfo& info,
                                  bool emulated_coopmat) {
+  if (std::string why = geometry_misfit(c, emulated_coopmat); !why.empty()) return why;
   const uint32_t invocations = c.invocations(info, emulated_coopmat);
   const std::string wg = std::to_string(invocations);
   uint32_t frag_m = 16;

@@ -20,6 +20,9 @@ namespace vkf::ops {
 
 // The most slices split-k cuts k into (MatmulConfig::split_k, ops::matmul_split_k).
 constexpr uint32_t k_matmul_max_split_k = 16;
+// The most accumulators (tm x tn) an invocation of the plain kernel holds: the tuner's own bound
+// (twice the largest table row's 32 x 8); a larger block spills, and compiles for minutes.
+constexpr uint32_t k_matmul_max_block = 512;
 
 // One kernel configuration, owned by value: a table row, or one the tuner made (tune/), which
 // outlives no table. The kernel cache keys on the values (KernelSpec), never on the name.
@@ -104,10 +107,10 @@ struct MatmulConfig {
 // Every row of the table, the fallback last.
 std::span<const MatmulConfig> matmul_configs();
 const MatmulConfig& matmul_config(std::string_view name);  // throws on an unknown name
-// Why `info` cannot run `config` (workgroup size, shared memory, subgroups, features), or ""
-// when it can. `emulated_coopmat`: a coopmat row run by the emulated kernel (MatmulArgs::
-// emulate_coopmat), which needs fp16 shared memory and 32-invocation virtual subgroups instead of
-// the cooperative-matrix extension.
+// Why `info` cannot run `config` (its tiling's consistency, workgroup size, shared memory,
+// subgroups, features), or "" when it can. `emulated_coopmat`: a coopmat row run by the emulated
+// kernel (MatmulArgs:: emulate_coopmat), which needs fp16 shared memory and 32-invocation virtual
+// subgroups instead of the cooperative-matrix extension.
 std::string matmul_config_misfit(const MatmulConfig& config, const DeviceInfo& info,
                                  bool emulated_coopmat = false);
 // A driver known to crash (not fail: SIGSEGV, which no caller can recover from) when it compiles

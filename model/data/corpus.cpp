@@ -39,14 +39,29 @@ void CorpusStats::record_skip(SkipReason reason, int64_t line) {
   if (skipped[i]++ == 0) first_line[i] = line;
 }
 
+namespace {
+
+// "12.5", "100", "<0.01": a share in percent without the exponent %g writes for 100 ("1e+02"),
+// and never "100" for a share that is not all of them.
+std::string percent(int64_t part, int64_t whole) {
+  const double v = 100.0 * double(part) / double(whole);
+  if (v < 0.01) return "<0.01";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  if (part < whole && std::string(text) == "100") return ">99.9";
+  return text;
+}
+
+}  // namespace
+
 std::vector<std::string> CorpusStats::summary() const {
   std::vector<std::string> lines;
   for (size_t i = 0; i < k_skip_reasons; ++i) {
     if (skipped[i] == 0) continue;
     char text[256];
-    std::snprintf(text, sizeof text, "skipped %lld of %lld pairs (%.2g%%): %s (first at line %lld)",
+    std::snprintf(text, sizeof text, "skipped %lld of %lld pairs (%s%%): %s (first at line %lld)",
                   static_cast<long long>(skipped[i]), static_cast<long long>(pairs_read),
-                  100.0 * double(skipped[i]) / double(pairs_read), describe(SkipReason(i)),
+                  percent(skipped[i], pairs_read).c_str(), describe(SkipReason(i)),
                   static_cast<long long>(first_line[i]));
     lines.emplace_back(text);
   }

@@ -46,6 +46,15 @@ std::vector<std::string> translate_cpp(const std::vector<std::string>& lines, ui
 
 }  // namespace
 
+TEST_CASE("robust 41.16: the C API names a device index past any number", "[api][c]") {
+  vkf_device dev = nullptr;
+  vkf_device_options o = test_device_options();
+  o.selector = "999999999999999999999";  // std::stoul threw a bare "stoul" on it
+  CHECK(vkf_device_create(&o, &dev) == VKF_ERROR_FAILED);
+  CHECK(dev == nullptr);
+  CHECK(last_error().find("no Vulkan device matches '999999999999999999999'") != std::string::npos);
+}
+
 TEST_CASE("the C API's devices: error paths", "[api][c]") {
   CHECK(std::string(vkf_status_name(VKF_ERROR_OUT_OF_MEMORY)) == "VKF_ERROR_OUT_OF_MEMORY");
   CHECK(std::string(vkf_version()).find('.') != std::string::npos);

@@ -522,3 +522,35 @@ TEST_CASE("tuning file: written, read back, and another driver's ignored with a 
   rewrite("\"split_k\": 6", "\"split_k\": 17");
   CHECK_THROWS_WITH(read_tuning_file(staged_path), Catch::Contains("17 slices"));
 }
+
+TEST_CASE("robust 41.4: matmul_config_misfit refuses tilings the kernels cannot run",
+          "[shaders][matmul][tune]") {
+  const DeviceInfo cpu8 = test::fake_cpu_info(8), cpu16 = test::fake_cpu_info(16);
+  const DeviceInfo nv = test::fake_nvidia_info();
+  // Every table row still fits where it did (its device's kind).
+  CHECK(ops::matmul_config_misfit(ops::matmul_config("cpu_direct"), cpu8).empty());
+  CHECK(ops::matmul_config_misfit(ops::matmul_config("cpu_direct16"), cpu16).empty());
+  CHECK(ops::matmul_config_misfit(ops::matmul_config("cpu_direct16_nn"), cpu16).empty());
+  for (const char* row : {"nvidia", "amd", "intel", "fallback", "nvidia_coopmat"})
+    CHECK(ops::matmul_config_misfit(ops::matmul_config(row), nv).empty());
+  auto why = [&](const ops::MatmulConfig& c, const DeviceInfo& info) {
+    return ops::matmul_config_misfit(c, info);
+  };
+  // The issue's: 64 invocations on a 64x64 tile of 4x4 blocks (256 needed), and the same
+  // mismatch at 128 and 256.
+  CHECK_THAT(why({"x", 64, 64, 64, 8, 4, 4, true}, nv), Catch::Contains("does not cover"));
+  CHECK_THAT(why({"x", 128, 64, 64, 8, 4, 4, true}, nv), Catch::Contains("needs 256"));
+  CHECK_THAT(why({"x", 256, 64, 64, 8, 8, 8, true}, nv), Catch::Contains("needs 64"));
+  // The direct path: tm 1 or 4 on 8 lanes, tn 3 on a 64-wide tile, bn not lanes x tn.
+  CHECK_THAT(why({"x", 8, 1, 64, 1, 1, 8, false}, cpu8), Catch::Contains("direct-path"));
+  CHECK_THAT(why({"x", 8, 4, 64, 1, 4, 8, false}, cpu8), Catch::Contains("direct-path"));
+  CHECK_THAT(why({"x", 8, 32, 64, 1, 32, 3, false}, cpu8), Catch::Contains("not a multiple"));
+  CHECK_THAT(why({"x", 8, 32, 32, 1, 32, 8, false}, cpu8), Catch::Contains("direct-path"));
+  // A block too large to hold, and zero sizes.
+  CHECK_THAT(why({"x", 8, 1024, 512, 1, 1024, 64, false}, cpu8), Catch::Contains("accumulators"));
+  CHECK_THAT(why({"x", 0, 32, 32, 8, 4, 4, true}, nv), Catch::Contains("zero"));
+  // NV cooperative-matrix rows are whole 16x16x16 fragments.
+  ops::MatmulConfig frag = ops::matmul_config("nvidia_coopmat");
+  frag.bk = 24;
+  CHECK_THAT(why(frag, nv), Catch::Contains("fragments"));
+}

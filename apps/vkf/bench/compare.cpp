@@ -17,11 +17,19 @@ bool ran(const Row* r) {
   return r && r->check != Check::skip && r->rate > 0;
 }
 
-// Markdown cells must not contain a bare '|'.
-std::string cell_text(std::string s) {
-  for (size_t p = s.find('|'); p != std::string::npos; p = s.find('|', p + 2))
-    s.replace(p, 1, "\\|");
-  return s;
+// Markdown cells (and the list of files above them) come from the files compared: a bare '|'
+// would open a cell, a line break end the row, so neither may pass through.
+std::string cell_text(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '|')
+      out += "\\|";
+    else if (ch == '\n' || ch == '\r')
+      out += ' ';
+    else
+      out += ch;
+  }
+  return out;
 }
 
 }  // namespace
@@ -53,9 +61,9 @@ std::string compare_markdown(const Joined& j) {
   std::ostringstream s;
   for (size_t c = 0; c < j.columns.size(); ++c) {
     const Joined::Column& col = j.columns[c];
-    s << "- [" << c + 1 << "] " << col.device->label << " (" << col.file << "; suite "
-      << col.report->suite << ", " << col.report->created << ", "
-      << col.report->host.value("cpu", std::string("?")) << ")\n";
+    s << "- [" << c + 1 << "] " << cell_text(col.device->label) << " (" << cell_text(col.file)
+      << "; suite " << cell_text(col.report->suite) << ", " << cell_text(col.report->created)
+      << ", " << cell_text(col.report->host.value("cpu", std::string("?"))) << ")\n";
   }
   s << "\n| row | unit |";
   for (size_t c = 0; c < j.columns.size(); ++c) s << " [" << c + 1 << "] |";
@@ -63,7 +71,7 @@ std::string compare_markdown(const Joined& j) {
   for (size_t c = 0; c < j.columns.size(); ++c) s << "---:|";
   s << "\n";
   for (const Joined::Line& line : j.lines) {
-    s << "| " << cell_text(line.title) << " | " << line.unit << " |";
+    s << "| " << cell_text(line.title) << " | " << cell_text(line.unit) << " |";
     for (size_t c = 0; c < line.cells.size(); ++c) {
       const Row* r = line.cells[c];
       std::string text;

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <optional>
 #include <random>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "apps/vkf/bench/report.h"
+#include "apps/vkf/bench/row_pattern.h"
 #include "apps/vkf/bench/shapes.h"
 #include "apps/vkf/bench/timing.h"
 #include "engine/device.h"
@@ -20,7 +20,7 @@ namespace vkf::bench {
 struct RunOptions {
   Suite suite = Suite::quick;
   int repeat = 5;          // timed runs per row (after one warm-up run, which is also checked)
-  std::string rows;        // ECMAScript regex searched in the row ids; "" = every row
+  std::string rows;        // RE2 pattern searched in the row ids (row_pattern.h); "" = every row
   std::string wrong_rows;  // test hook: rows whose checked output is corrupted (see sabotage())
 };
 
@@ -51,7 +51,7 @@ struct Context {
  private:
   static bool matches(const std::string& pattern, const std::string& id, bool empty_matches) {
     if (pattern.empty()) return empty_matches;
-    return std::regex_search(id, std::regex(pattern));
+    return row_pattern_search(pattern, id);
   }
 };
 

@@ -22,6 +22,24 @@ T field(const json& j, const char* key, const std::string& where) {
   }
 }
 
+// A count (j[key]): a whole number in [lo, hi]. json's get<int> would take 0.5 as 0 and 2^40 as
+// whatever its low bits are, and an impossible count then compares equal to a real one.
+int count_field(const json& j, const char* key, const std::string& where, int lo, int hi) {
+  const json v = field<json>(j, key, where);
+  const bool whole = v.is_number_integer();
+  const bool huge = whole && v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(hi);
+  if (!whole || huge || v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
+    std::string text = v.dump();
+    if (text.size() > 40) text = text.substr(0, 40) + "...";
+    throw Error(where + ": field '" + key + "' is " + text + ", not a whole number in " +
+                std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return v.get<int>();
+}
+
+// No result holds more rows (each is a timed benchmark) or repeats than this.
+constexpr int k_max_count = 1000000;
+
 json optional_number(const std::optional<double>& v) {
   return v ? json(*v) : json(nullptr);
 }
@@ -70,7 +88,7 @@ DeviceReport device_from_json(const json& j, const std::string& where) {
   const json rows = field<json>(j, "rows", at);
   if (!rows.is_array()) throw Error(at + ": 'rows' is not an array");
   for (const json& r : rows) d.rows.push_back(row_from_json(r, at));
-  if (field<int>(j, "failed", at) != d.failed())
+  if (count_field(j, "failed", at, 0, k_max_count) != d.failed())
     throw Error(at + ": 'failed' does not count the FAIL rows");
   return d;
 }
@@ -147,14 +165,18 @@ Report report_from_json(const json& j, const std::string& what) {
     throw Error(what + ": schema '" + r.schema + "', this vkf reads '" + k_schema + "'");
   r.vkf_version = field<std::string>(j, "vkf_version", what);
   r.suite = field<std::string>(j, "suite", what);
-  r.repeat = field<int>(j, "repeat", what);
+  r.repeat = count_field(j, "repeat", what, 1, k_max_count);
   r.created = field<std::string>(j, "created", what);
   r.host = field<json>(j, "host", what);
+  // Read by compare as {"cpu": "..."}; anything else would throw there, naming no file.
+  if (!r.host.is_object()) throw Error(what + ": field 'host' is not an object");
+  if (r.host.contains("cpu") && !r.host.at("cpu").is_string())
+    throw Error(what + ": field 'host.cpu' is not a string");
   const json devices = field<json>(j, "devices", what);
   if (!devices.is_array() || devices.empty())
     throw Error(what + ": 'devices' is not a non-empty array");
   for (const json& d : devices) r.devices.push_back(device_from_json(d, what));
-  if (field<int>(j, "failed", what) != r.failed())
+  if (count_field(j, "failed", what, 0, k_max_count) != r.failed())
     throw Error(what + ": 'failed' does not count the FAIL rows");
   return r;
 }
