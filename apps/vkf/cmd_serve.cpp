@@ -74,11 +74,11 @@ int run(ServeArgs args) {
     const model::Precision precision =
         model::resolve_precision(args.translator.precision, dev->info());
     apply_tuning(*dev, args.tune,
-                 model_tune_shapes(m.checkpoint.config,
-                                   {uint32_t(args.translator.beam * args.translator.batch_size),
-                                    bench::k_train_len, false, model::activation_dtype(precision),
-                                    args.translator.beam, args.translator.batch_size},
-                                   dev->info()),
+                 model::model_op_problems(
+                     m.checkpoint.config,
+                     model::decoding_work(args.translator.beam, args.translator.batch_size,
+                                          model::activation_dtype(precision)),
+                     dev->info()),
                  "vkf serve");
   }
   serve::ServiceOptions so{args.model, args.translator, args.queue_limit,
