@@ -103,8 +103,11 @@ void apply_tuning(Device& dev, const std::string& choice, const tune::TuneShapes
   dev.set_tuning(nullptr);
   if (choice == "off") return say("default (--tune off)");
   if (choice != "auto") {
-    if (!std::filesystem::exists(choice)) throw Error("--tune: no tuning file " + choice);
-    read_tuning_file(choice);  // a malformed file is an error, not a note
+    // A symlink loop or an unreadable folder is read_tuning_file's to name, in words.
+    std::error_code ec;
+    if (!std::filesystem::exists(choice, ec) && !ec)
+      throw Error("--tune: no tuning file " + choice);
+    read_tuning_file(choice);  // a malformed or unreadable file is an error, not a note
     const TuningLoad l = load_tuning(choice, dev.info());
     if (!l.tuning) return say("default (" + l.note + ")");
     dev.set_tuning(l.tuning);
