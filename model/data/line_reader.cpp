@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "engine/error.h"
+#include "engine/stop_request.h"
 
 namespace vkf::model {
 
@@ -30,8 +31,15 @@ bool LineReader::next(std::string_view& line) {
   try {
     std::streambuf* sb = in_->rdbuf();
     const auto cap = options_.max_line_bytes;
+    // A stop request (engine/stop_request.h) is seen every 64 KiB, also inside a line without
+    // end (/dev/zero) and in an endless stream.
+    uint32_t until_check = 1u << 16;
     for (int c = sb->sbumpc(); c != std::char_traits<char>::eof(); c = sb->sbumpc()) {
       any = true;
+      if (--until_check == 0) {
+        until_check = 1u << 16;
+        if (stop_requested()) throw_stop();
+      }
       if (c == '\n') break;
       if (too_long_) continue;
       if (buffer_.size() >= cap) {
@@ -42,17 +50,24 @@ bool LineReader::next(std::string_view& line) {
       }
       buffer_.push_back(char(c));
     }
+  } catch (const StopRequested&) {
+    throw;
   } catch (const std::exception& e) {
     // libstdc++'s filebuf throws on a read error (EIO, a directory given as stdin).
     throw Error("read error in " + path_ + " after line " + std::to_string(line_number_) + ": " +
                 e.what());
   }
+  if (stop_requested()) throw_stop();
   if (!any) return false;
   ++line_number_;
   size_t size = buffer_.size();
   if (!options_.keep_cr && size > 0 && buffer_[size - 1] == '\r') --size;
   line = std::string_view(buffer_.data(), size);
   return true;
+}
+
+void LineReader::throw_stop() const {
+  throw_if_stop_requested("reading " + path_ + " (line " + std::to_string(line_number_ + 1) + ")");
 }
 
 bool is_blank(std::string_view line) {
