@@ -67,16 +67,17 @@ std::string unique_suffix() {
   return buf;
 }
 
+// Why `path` could not be opened, in words.
 std::string open_error(const std::string& path, int err) {
   if (err == ENOENT) {
     // Say which part is missing: the folder, or the file itself.
     std::error_code ec;
     const std::string folder = folder_of(path);
-    if (!fs::is_directory(folder, ec)) return path + ": the folder " + folder + " does not exist";
-    return path + " does not exist";
+    if (!fs::is_directory(folder, ec)) return "the folder " + folder + " does not exist";
+    return "it does not exist";
   }
-  if (err == ELOOP) return path + ": too many levels of symbolic links";
-  return path + ": " + std::strerror(err);
+  if (err == ELOOP) return "too many levels of symbolic links";
+  return std::strerror(err);
 }
 
 }  // namespace
@@ -91,7 +92,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
                   ", not a regular file");
     // A device or a FIFO takes the bytes as they come; there is nothing to replace.
     fd_ = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd_ < 0) throw Error("cannot write " + open_error(path_, errno));
+    if (fd_ < 0) throw Error("cannot write " + path_ + ": " + open_error(target_, errno));
     return;
   }
   tmp_ = target_ + unique_suffix();
@@ -170,7 +171,7 @@ std::string read_whole_file(const std::string& path, uint64_t max_bytes, const s
   const std::string name = what.empty() ? path : what + " " + path;
   // O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused below.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) throw Error("cannot read " + open_error(name, errno));
+  if (fd < 0) throw Error("cannot read " + name + ": " + open_error(path, errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     const int err = errno;
