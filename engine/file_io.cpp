@@ -102,7 +102,8 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     const std::string folder = folder_of(target_);
     std::error_code ec;
     if (err == ENOENT || err == ENOTDIR || !fs::is_directory(folder, ec))
-      throw Error("cannot write " + path_ + ": the folder " + folder + " does not exist");
+      throw Error("cannot write " + path_ + ": the folder " + folder +
+                  (fs::exists(folder, ec) ? " is not a folder" : " does not exist"));
     throw Error("cannot write " + path_ + " (in " + folder + "): " + std::strerror(err));
   }
   // A replaced file keeps its permissions.

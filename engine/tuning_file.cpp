@@ -358,8 +358,8 @@ void write_tuning_file(const std::string& path, const TuningFile& f) {
 
 TuningFile read_tuning_file(const std::string& path) {
   const std::string text = read_whole_file(path, k_max_text_file_bytes, "the tuning file");
-  const json j = parse_json(text, "the tuning file " + path);
   try {
+    const json j = parse_json(text, "its text");
     if (j.at("format").get<std::string>() != k_format)
       throw Error("format '" + j.at("format").get<std::string>() + "' is not " + k_format);
     TuningFile f;

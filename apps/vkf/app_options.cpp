@@ -116,8 +116,9 @@ extern "C" void on_stop_signal(int sig) {
   // Whoever sets the first time owns the request; handlers on two threads cannot both win.
   if (g_first_signal_ns.compare_exchange_strong(first, now)) {
     request_stop(sig);
-    say("\nvkf: stop requested: finishing the current micro-batch, then writing a checkpoint "
-        "(signal again to leave at once without one)\n");
+    say("\nvkf: stop requested: a training finishes its current micro-batch and writes a "
+        "checkpoint; reading, tuning and building a vocabulary end now (signal again to leave at "
+        "once without a checkpoint)\n");
   } else if (now - first >= k_same_request_ns) {
     say("vkf: second stop request: leaving now, without a checkpoint of this step\n");
     std::_Exit(stop_exit_status());

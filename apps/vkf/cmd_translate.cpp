@@ -83,12 +83,13 @@ int run(const TranslateArgs& args) {
   // Opening --output truncates it: it must not be a file this run reads.
   const bool to_file = !args.output.empty() && args.output != "-";
   if (to_file)
-    refuse_same_file(
-        "--output", args.output,
-        {{"--input", args.input.empty() || args.input == "-" ? "/dev/stdin" : args.input},
-         {"the checkpoint", m.path},
-         {"the vocabulary", m.tokenizer.path()},
-         {"--tune", args.tune}});
+    refuse_same_file("--output", args.output,
+                     {args.input.empty() || args.input == "-"
+                          ? std::pair<std::string, std::string>{"standard input", "/dev/stdin"}
+                          : std::pair<std::string, std::string>{"--input", args.input},
+                      {"the checkpoint", m.path},
+                      {"the vocabulary", m.tokenizer.path()},
+                      {"--tune", args.tune}});
   auto instance = std::make_shared<Instance>(tool::instance_options());
   auto dev = Device::create(instance, tool::device_options({.selector = args.device}));
   // Decoder steps run beam x batch rows; the encoder more, which the same classes cover.

@@ -345,7 +345,7 @@ TEST_CASE("robust 41.11: a training still reading its data honours the first sto
   // process and its group) must end the run, not a second signal. The outer timeout only keeps
   // a failing run from hanging the test.
   const auto start = std::chrono::steady_clock::now();
-  CliResult r = run_shell("timeout -s KILL 120 timeout 10 " + k_vkf +
+  CliResult r = run_shell("timeout -s KILL 120 timeout --preserve-status 5 " + k_vkf +
                           " train --preset tiny --train-sets /dev/zero /dev/zero --vocab " +
                           q(c.vocab) + " --max-steps 1 --out " + q(dir / "run"));
   const double seconds =
