@@ -226,21 +226,23 @@ TEST_CASE("robust 41.3: closed standard streams never receive a data file's byte
   CHECK(out.find("vkf translate") == std::string::npos);
 }
 
-TEST_CASE(
-    "robust 41.5: a stopped training exits 130 or 143 after its checkpoint; SIGHUP as "
-    "SIGTERM",
-    "[apps][cli][robust]") {
-  const fs::path run = copy_of_trained_model("robust-io-hup");
-  const fs::path dir = temp_dir("robust-io-hup-log");
-  Background b(train_args(run, "--resume --max-steps 1000000 --log-every 1"), dir);
+// No ';' or ',' in a name: catch_discover_tests and Catch's filters split there.
+TEST_CASE("robust 41.5: a stopped training exits 143 after its checkpoint and SIGHUP is SIGTERM",
+          "[apps][cli][robust]") {
+  const fs::path dir = temp_dir("robust-io-hup");
+  const fs::path run = dir / "run";
+  // A fresh run (no trained model to make first): stopped once it has taken a step.
+  Background b(train_args(run, "--max-steps 1000000 --log-every 1"), dir);
   REQUIRE(b.wait_for(
-      [&] { return slurp(run / "train.jsonl").find("\"step\":3,") != std::string::npos; }, 600));
+      [&] { return slurp(run / "train.jsonl").find("\"step\":1,") != std::string::npos; }, 600));
   b.signal(SIGHUP);
   const int status = b.wait(300);
   INFO(b.err());
   CHECK(status == 143);
   CHECK_THAT(b.err(), Contains("interrupted: writing a checkpoint"));
-  CHECK(vkf::model::list_checkpoints(run.string()).back().first >= 3);
+  const auto checkpoints = vkf::model::list_checkpoints(run.string());
+  REQUIRE(!checkpoints.empty());
+  CHECK(checkpoints.back().first >= 1);
 }
 
 TEST_CASE("robust 41.8: deep or binary JSON is refused with a short printable message",
@@ -295,7 +297,7 @@ TEST_CASE("robust 41.9+41.16: whole files are regular files of bounded size, nam
   // Bounded by the shell too: before the fix these read /dev/zero until memory ran out (not the
   // address space under AddressSanitizer, whose shadow memory needs terabytes of it).
   const std::string guard =
-      std::string(address_sanitizer() ? "" : "ulimit -v 4000000 2>/dev/null; ") + "timeout 60 ";
+      std::string(address_sanitizer() ? "" : "ulimit -v 4000000 2>/dev/null; ") + "timeout 60 env ";
   const std::string translate = k_vkf + " translate --model " + q(untrained_model()) +
                                 " --beam 1 --input " + q(dir / "t1.en") + " --tune ";
   struct Case {
