@@ -341,20 +341,27 @@ TEST_CASE("robust 41.9+41.16: whole files are regular files of bounded size, nam
 
 TEST_CASE("robust 41.11: a training still reading its data honours the first stop request",
           "[apps][cli][robust]") {
-  const fs::path dir = temp_dir("robust-io-zero");
+  const fs::path dir = temp_dir("robust-io-endless");
   const auto& c = small_corpus();
-  // /dev/zero is one line without end; GNU timeout's one SIGTERM (delivered twice: to the
-  // process and its group) must end the run, not a second signal. The KILL 50 s later only
-  // keeps a failing run from hanging the test.
+  const std::string train = k_vkf + " train --preset tiny --vocab " + q(c.vocab) +
+                            " --max-steps 1 --out " + q(dir / "run") + " --train-sets ";
+  // A corpus without end (a TSV stream of short lines): GNU timeout's one SIGTERM (delivered
+  // twice: to the process and its group) must end the run while it reads, not a second signal.
+  // The KILL 50 s later only keeps a failing run from hanging the test.
   const auto start = std::chrono::steady_clock::now();
-  CliResult r = run_shell("timeout --preserve-status -k 50 5 " + k_vkf +
-                          " train --preset tiny --train-sets /dev/zero /dev/zero --vocab " +
-                          q(c.vocab) + " --max-steps 1 --out " + q(dir / "run"));
+  CliResult r = run_shell(
+      "while :; do printf 'a house\\tein Haus\\n'; sleep 0.01; done | timeout --preserve-status "
+      "-k 50 5 " +
+      train + "/dev/stdin");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(r.status == 143);
-  CHECK_THAT(r.err, Contains("stopped by SIGTERM while reading /dev/zero"));
-  CHECK(seconds < 60);
+  CHECK_THAT(r.err, Contains("stopped by SIGTERM while reading /dev/stdin"));
+  CHECK(seconds < 30);
+  // /dev/zero is one line without end: refused once it passes 256 MiB, without a signal.
+  r = run_shell("timeout -k 5 60 " + train + "/dev/zero /dev/zero");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Contains("line 1 of /dev/zero is longer than 256.00 MiB without a newline"));
 }
 
 TEST_CASE("robust 41.13a: Mesa's shader cache is off where its folder cannot take it",
