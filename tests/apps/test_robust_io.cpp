@@ -351,7 +351,7 @@ TEST_CASE("robust 41.11: a training still reading its data honours the first sto
   const auto start = std::chrono::steady_clock::now();
   CliResult r = run_shell(
       "while :; do printf 'a house\\tein Haus\\n'; sleep 0.01; done | timeout --preserve-status "
-      "-k 50 5 " +
+      "-k 50 3 " +
       train + "/dev/stdin");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
