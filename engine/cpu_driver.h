@@ -16,6 +16,8 @@
 //   and all, ran under a 256-bit driver), although the subgroup size the shaders were built
 //   for differs. Unless MESA_SHADER_CACHE_DIR is set, each width gets its own directory under the
 //   `cache_dir` given (<cache_dir>/mesa-<width>; the tools pass their pipeline-cache directory).
+//   A folder that is not writable or has less than 64 MiB free is not used: the cache is turned
+//   off instead (MESA_SHADER_CACHE_DISABLE), as shader_cache_off says.
 //
 // This is the one place where the engine reads (and sets) environment variables: they are how
 // Mesa is configured, process-wide, and nothing calls this unless the application does.
@@ -27,6 +29,9 @@ struct CpuDriverSettings {
   std::string vector_width;  // LP_NATIVE_VECTOR_WIDTH as the driver sees it; "" = its default
   bool vector_width_chosen = false;  // set here (not by the user)
   std::string shader_cache_dir;      // MESA_SHADER_CACHE_DIR set here; "" = left as it was
+  // Why MESA_SHADER_CACHE_DISABLE was set here: the cache folder was not writable or had less
+  // than 64 MiB free (a full disk kills Mesa's cache thread with SIGBUS). "" = not set.
+  std::string shader_cache_off;
 };
 
 // Throws vkf::Error when LP_NATIVE_VECTOR_WIDTH holds a width llvmpipe does not build for (it

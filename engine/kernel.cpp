@@ -1,17 +1,18 @@
 #include "engine/kernel.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <tuple>
 
 #include "engine/device_info.h"
 #include "engine/error.h"
+#include "engine/file_io.h"
 #include "engine/host_shader.h"
 #include "engine/shader_registry.h"
 
@@ -66,9 +67,11 @@ PipelineCache::PipelineCache(VkDevice device, const DeviceInfo& info, std::strin
   std::string blob;
   if (!dir.empty()) {
     path_ = dir + "/" + device_cache_stem(info) + ".bin";
-    std::ifstream in(path_, std::ios::binary);
-    if (in) {
-      std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // A missing cache is the first run; anything else that cannot be read (a directory, a
+    // device, a file too large to be one) is reported, naming it, and never replaced on save.
+    struct stat st {};
+    if (::lstat(path_.c_str(), &st) == 0) {
+      const std::string file = read_whole_file(path_, k_max_cache_file_bytes, "the pipeline cache");
       constexpr size_t head = sizeof k_magic + 16;
       if (file.size() >= head && std::memcmp(file.data(), k_magic, sizeof k_magic) == 0) {
         uint64_t size = 0, hash = 0;
@@ -116,22 +119,15 @@ void PipelineCache::save() const {
   data.resize(size);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
-  // Written to a temporary file and renamed, so a crash never leaves half a cache.
-  // Named by process and object: test programs run side by side share a cache directory.
-  std::string tmp = path_ + ".tmp" + std::to_string(::getpid()) + "-" +
-                    std::to_string(reinterpret_cast<uintptr_t>(this));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return;
-    uint64_t n = data.size(), hash = fnv1a(data.data(), data.size());
-    out.write(k_magic, sizeof k_magic);
-    out.write(reinterpret_cast<const char*>(&n), 8);
-    out.write(reinterpret_cast<const char*>(&hash), 8);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!out) return;
-  }
-  std::filesystem::rename(tmp, path_, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
+  // Written whole or not at all (engine/file_io.h): a crash or a full disk never leaves half a
+  // cache, nor an empty one in place of a good one.
+  AtomicFile out(path_);
+  const uint64_t n = data.size(), hash = fnv1a(data.data(), data.size());
+  out.write(k_magic, sizeof k_magic);
+  out.write(&n, 8);
+  out.write(&hash, 8);
+  out.write(data.data(), data.size());
+  out.commit();
 }
 
 std::string describe(const KernelSpec& spec) {

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "engine/error.h"
+#include "engine/file_io.h"
+#include "engine/json_limits.h"
 #include "engine/kernel.h"
 
 namespace vkf {
@@ -349,24 +351,15 @@ void write_tuning_file(const std::string& path, const TuningFile& f) {
   std::error_code ec;
   if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
     std::filesystem::create_directories(parent, ec);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << "\n";
-    out.flush();
-    if (!out) throw Error("cannot write the tuning file " + tmp);
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error("cannot write the tuning file " + path + ": " + ec.message());
+  // Unique temporary names and a rename (engine/file_io.h): two writers of one file leave one
+  // of their files whole, never a mix or a missing file.
+  write_file_atomically(path, j.dump(2) + "\n");
 }
 
 TuningFile read_tuning_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot read the tuning file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_whole_file(path, k_max_text_file_bytes, "the tuning file");
   try {
-    const json j = json::parse(text.str());
+    const json j = parse_json(text, "its text");
     if (j.at("format").get<std::string>() != k_format)
       throw Error("format '" + j.at("format").get<std::string>() + "' is not " + k_format);
     TuningFile f;
@@ -465,7 +458,10 @@ std::shared_ptr<const Tuning> make_tuning(const TuningFile& file, const std::str
 }
 
 TuningLoad load_tuning(const std::string& path, const DeviceInfo& info) {
-  if (path.empty() || !std::filesystem::exists(path)) return {nullptr, "no tuning file " + path};
+  // A symlink loop or a folder that cannot be searched is an error (below), not "no file".
+  std::error_code ec;
+  if (path.empty() || (!std::filesystem::exists(path, ec) && !ec))
+    return {nullptr, "no tuning file " + path};
   TuningFile f;
   try {
     f = read_tuning_file(path);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/error.h"
+#include "engine/json_limits.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/data/line_reader.h"
@@ -91,10 +92,9 @@ void optimizer_state(std::string_view bytes) {
 }
 
 void config(std::string_view bytes) {
-  const nlohmann::json j = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return;
   try {
-    const ModelConfig c = ModelConfig::from_json(j);
+    // The parse checkpoints use, with its depth limit (engine/json_limits.h).
+    const ModelConfig c = ModelConfig::from_json(parse_json(bytes, "<fuzz>"));
     c.validate();
     // A valid config has a layout whose sizes fit int64, and survives a round trip.
     const ParamLayout layout(c);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/json_limits.h"
 
 namespace vkf::model {
 namespace fs = std::filesystem;
@@ -37,7 +38,7 @@ Checkpoint checkpoint_from(const SafetensorsFile& file) {
     throw Error(path + " has no `config` metadata: not a vkformer checkpoint");
   Checkpoint ck;
   try {
-    ck.config = ModelConfig::from_json(nlohmann::json::parse(it->second));
+    ck.config = ModelConfig::from_json(parse_json(it->second, "the config metadata"));
     ck.config.validate();
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": the config metadata is not JSON: " + e.what());
@@ -104,8 +105,8 @@ void require_compatible(const ModelConfig& want, const ModelConfig& got, const s
   b.erase("tokenizer_sha256");
   for (auto& [k, v] : a.items())
     if (b[k] != v)
-      throw Error(what + " has another model config: " + k + " is " + b[k].dump() + ", expected " +
-                  v.dump());
+      throw Error(what + " has another model config: " + k + " is " + json_excerpt(b[k]) +
+                  ", expected " + json_excerpt(v));
 }
 
 std::string checkpoint_name(uint64_t step) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/json_limits.h"
 
 namespace vkf::model {
 
@@ -66,7 +67,8 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
     throw Error(std::string("model config: expected a JSON object, got ") + j.type_name());
   ModelConfig c;
   auto bad = [](const char* key, const std::string& want, const nlohmann::json& v) {
-    return Error(std::string("model config: ") + key + " must be " + want + ", got " + v.dump());
+    return Error(std::string("model config: ") + key + " must be " + want + ", got " +
+                 json_excerpt(v));
   };
   // Strict types: nlohmann's get<int>() would take 64.5 as 64 and 4294967301 as 5.
   auto get_int = [&](const char* key, int& field) {

@@ -16,7 +16,8 @@
 #include <tuple>
 
 #include "engine/error.h"
-#include "model/file_io.h"
+#include "engine/file_io.h"
+#include "engine/json_limits.h"
 
 namespace vkf::model {
 namespace fs = std::filesystem;
@@ -33,10 +34,6 @@ uint64_t numel_of(const std::vector<int64_t>& shape) {
 }
 
 }  // namespace
-
-std::string temporary_path(const std::string& path) {
-  return path + ".tmp." + std::to_string(::getpid());
-}
 
 void write_safetensors(const std::string& path, const std::map<std::string, std::string>& metadata,
                        const std::vector<TensorRecord>& tensors) {
@@ -68,7 +65,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
                 (ec ? ec.message() : std::string("no such file or directory")));
   if (fs::is_directory(status)) throw Error(path + " is a directory, not a safetensors file");
   if (!fs::is_regular_file(status)) throw Error(path + " is not a regular file");
-  bytes_ = read_whole_file(path);
+  bytes_ = read_whole_file(path, k_max_checkpoint_file_bytes);
   parse();
 }
 
@@ -95,30 +92,15 @@ void SafetensorsFile::parse() {
               std::to_string(k_max_header_bytes) + ")");
   data_start_ = 8 + header_size;
 
-  // nlohmann::json keeps the last of two equal keys; the callback sees every key, so a name
-  // given twice (two tensors claiming one name) is caught.
-  std::vector<std::set<std::string>> open_objects;
-  std::string duplicate;
-  auto on_event = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if (event == E::object_start) {
-      open_objects.emplace_back();
-    } else if (event == E::object_end) {
-      if (!open_objects.empty()) open_objects.pop_back();
-    } else if (event == E::key && !open_objects.empty() && parsed.is_string()) {
-      if (!open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty())
-        duplicate = parsed.get<std::string>();
-    }
-    return true;
-  };
+  // Two tensors claiming one name are refused (nlohmann::json would keep the last); the depth and
+  // the excerpt of a bad value are bounded (engine/json_limits.h).
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(
-        bytes_.begin() + 8, bytes_.begin() + static_cast<std::ptrdiff_t>(data_start_), on_event);
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("the header is not JSON (") + e.what() + ")");
+    header = parse_json(std::string_view(bytes_).substr(8, header_size), "the header",
+                        {.reject_duplicate_keys = true});
+  } catch (const Error& e) {
+    throw bad(e.what());
   }
-  if (!duplicate.empty()) throw bad("the header names '" + duplicate + "' twice");
   if (!header.is_object()) throw bad("the header is not a JSON object");
 
   const uint64_t data_bytes = bytes_.size() - data_start_;
@@ -126,17 +108,18 @@ void SafetensorsFile::parse() {
     if (key == "__metadata__") {
       if (!value.is_object()) throw bad("__metadata__ is not an object");
       for (auto& [mk, mv] : value.items()) {
-        if (!mv.is_string()) throw bad("metadata '" + mk + "' is not a string");
+        if (!mv.is_string()) throw bad("metadata '" + printable_excerpt(mk) + "' is not a string");
         metadata_[mk] = mv.get<std::string>();
       }
       continue;
     }
-    const std::string what = "tensor " + key;
+    const std::string what = "tensor " + printable_excerpt(key);
     if (!value.is_object()) throw bad(what + " is not described by an object");
     const auto dtype = value.find("dtype");
     if (dtype == value.end() || !dtype->is_string()) throw bad(what + " has no dtype");
     if (dtype->get<std::string>() != "F32")
-      throw bad(what + " has dtype " + dtype->get<std::string>() + "; vkformer reads F32");
+      throw bad(what + " has dtype " + printable_excerpt(dtype->get<std::string>()) +
+                "; vkformer reads F32");
     const auto shape = value.find("shape");
     if (shape == value.end() || !shape->is_array()) throw bad(what + " has no shape list");
     Entry e;
@@ -145,7 +128,7 @@ void SafetensorsFile::parse() {
     for (const auto& d : *shape) {
       // JSON parses 64 as unsigned, -1 as signed and 64.5 as a float: only the first is a size.
       if (!d.is_number_unsigned())
-        throw bad(what + " has shape " + shape->dump() +
+        throw bad(what + " has shape " + json_excerpt(*shape) +
                   ": dimensions must be non-negative integers");
       const uint64_t v = d.get<uint64_t>();
       if (v > uint64_t(std::numeric_limits<int64_t>::max()))
@@ -153,11 +136,11 @@ void SafetensorsFile::parse() {
       e.shape.push_back(int64_t(v));
       if (v == 0) empty = true;
       if (!empty && __builtin_mul_overflow(numel, v, &numel))
-        throw bad(what + " has shape " + shape->dump() + ", more elements than 2^64");
+        throw bad(what + " has shape " + json_excerpt(*shape) + ", more elements than 2^64");
     }
     e.numel = empty ? 0 : numel;
     if (e.numel > data_bytes / 4)
-      throw bad(what + " has shape " + shape->dump() + ": " + std::to_string(e.numel) +
+      throw bad(what + " has shape " + json_excerpt(*shape) + ": " + std::to_string(e.numel) +
                 " floats, more than the file's " + std::to_string(data_bytes) + " data bytes");
     const auto offsets = value.find("data_offsets");
     if (offsets == value.end() || !offsets->is_array() || offsets->size() != 2 ||
@@ -171,7 +154,7 @@ void SafetensorsFile::parse() {
                 std::to_string(data_bytes) + " data bytes (truncated)");
     if (e.end - e.begin != e.numel * 4)
       throw bad(what + " has " + std::to_string(e.end - e.begin) + " bytes but its shape " +
-                shape->dump() + " needs " + std::to_string(e.numel * 4));
+                json_excerpt(*shape) + " needs " + std::to_string(e.numel * 4));
     tensors_[key] = std::move(e);
   }
 
@@ -226,33 +209,6 @@ std::optional<uint64_t> parse_decimal_u64(std::string_view text) {
   auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (err != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return v;
-}
-
-std::vector<std::string> remove_stale_temporaries(const std::string& dir) {
-  std::vector<std::string> removed;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return removed;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    // <file>.tmp.<decimal pid> (temporary_path) that a process left when it died. Digits hold
-    // no '.', so only the last ".tmp." can start that suffix.
-    const std::string name = entry.path().filename().string();
-    const size_t at = name.rfind(".tmp.");
-    if (at == std::string::npos || at == 0 || !entry.is_regular_file(ec)) continue;
-    const std::string digits = name.substr(at + 5);
-    if (digits.empty() ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      continue;
-    const auto pid = parse_decimal_u64(digits);  // nullopt past 2^64: no live process's
-    // This process writes nothing yet when a run starts, so its own pid marks a file left by an
-    // earlier process that had the same pid (containers reuse small pids). Any other pid counts
-    // as alive while kill(pid, 0) finds it (EPERM: alive, someone else's).
-    const bool ours = pid && *pid == uint64_t(::getpid());
-    const bool alive = pid && *pid > 0 && *pid <= uint64_t(std::numeric_limits<pid_t>::max()) &&
-                       !ours && (::kill(pid_t(*pid), 0) == 0 || errno == EPERM);
-    if (alive) continue;
-    if (fs::remove(entry.path(), ec)) removed.push_back(entry.path().string());
-  }
-  return removed;
 }
 
 }  // namespace vkf::model

@@ -4,13 +4,16 @@
 // parser's rules, so a file is accepted only when every byte is accounted for: tensor data_offsets
 // are contiguous, in order, non-overlapping and cover the data exactly; shapes are lists of
 // non-negative integers whose product matches the byte count; names are unique. Writing goes to
-// "<path>.tmp.<pid>" and is renamed into place, so a crash never leaves half a file.
+// a temporary file and is renamed into place (engine/file_io.h), so a crash never leaves half a
+// file.
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "engine/file_io.h"
 
 namespace vkf::model {
 
@@ -63,12 +66,7 @@ class SafetensorsFile {
 // 2^64 - 1. std::stoull would take "-1" as 2^64 - 1.
 std::optional<uint64_t> parse_decimal_u64(std::string_view text);
 
-// Removes "<name>.tmp.<pid>" files in `dir` whose process no longer runs (a kill during a write
-// leaves them). Files of running processes are kept. Returns the paths removed.
-std::vector<std::string> remove_stale_temporaries(const std::string& dir);
-
-// "<path>.tmp.<pid of this process>": where write_safetensors and the other atomic writers put a
-// file before renaming it.
-std::string temporary_path(const std::string& path);
+// engine/file_io.h: removes the temporary files that killed writers left.
+using ::vkf::remove_stale_temporaries;
 
 }  // namespace vkf::model

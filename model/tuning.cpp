@@ -64,8 +64,12 @@ std::string apply_tuning(Device& dev, const TuningChoice& choice, const ops::OpP
     return make_tuning(f, path);
   };
   if (choice.use != "auto") {
-    if (!std::filesystem::exists(choice.use)) throw Error("--tune: no tuning file " + choice.use);
-    const TuningFile f = read_tuning_file(choice.use);  // a malformed file is an error, not a note
+    // A symlink loop or an unreadable folder is read_tuning_file's to name, in words.
+    std::error_code ec;
+    if (!std::filesystem::exists(choice.use, ec) && !ec)
+      throw Error("--tune: no tuning file " + choice.use);
+    // A malformed or unreadable file is an error, not a note.
+    const TuningFile f = read_tuning_file(choice.use);
     if (const std::string why = f.key.mismatch(TuningKey::of(dev.info())); !why.empty())
       return "default (the tuning file " + choice.use + " is ignored: " + why + ")";
     dev.set_tuning(verified(f, choice.use));

@@ -4,6 +4,8 @@
 #include <functional>
 #include <set>
 
+#include "engine/stop_request.h"
+
 namespace vkf::tune {
 namespace {
 
@@ -113,6 +115,8 @@ TuneReport tune_model(Device& dev, const TuneShapes& shapes, Timer& timer,
     const Clock::time_point deadline =
         family_end > now ? now + (family_end - now) / int64_t(in_family) : now;
     auto step = [&](size_t i, size_t n, const std::string& best) {
+      // A stop request (engine/stop_request.h) ends the search between candidates.
+      throw_if_stop_requested("tuning " + jobs[j].name);
       if (!options.progress) return;
       Progress pr{j, jobs.size(), i, n, jobs[j].name, best, 0};
       // By candidates, or by the budget where that is further, but never past this class.

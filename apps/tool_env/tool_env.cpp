@@ -80,7 +80,13 @@ double tune_budget_seconds() {
 }
 
 const CpuDriverSettings& configure_cpu_driver() {
-  return vkf::configure_cpu_driver(cache_dir());
+  const CpuDriverSettings& s = vkf::configure_cpu_driver(cache_dir());
+  static const bool said = [&] {
+    if (!s.shader_cache_off.empty()) std::fprintf(stderr, "vkf: %s\n", s.shader_cache_off.c_str());
+    return true;
+  }();
+  (void)said;
+  return s;
 }
 
 }  // namespace vkf::tool

@@ -17,6 +17,7 @@
 #include "apps/tool_env/tool_env.h"
 #include "engine/error.h"
 #include "engine/instance.h"
+#include "engine/stop_request.h"
 #include "model/data/line_reader.h"
 
 namespace vkf::app {
@@ -98,7 +99,6 @@ std::unique_ptr<Device> open_device(const std::string& selector) {
 
 namespace {
 
-std::atomic<bool> g_stop{false};
 std::atomic<int64_t> g_first_signal_ns{0};
 // GNU timeout sends its signal to the child and then to its whole process group, so the child
 // gets it twice within microseconds; a person pressing Ctrl-C twice takes longer than this.
@@ -114,18 +114,19 @@ void say(const char* text) {
   (void)!::write(STDERR_FILENO, text, std::strlen(text));
 }
 
-extern "C" void on_stop_signal(int) {
+extern "C" void on_stop_signal(int sig) {
   const int saved_errno = errno;
   const int64_t now = monotonic_ns() | 1;  // never 0, which means "no signal yet"
   int64_t first = 0;
   // Whoever sets the first time owns the request; handlers on two threads cannot both win.
   if (g_first_signal_ns.compare_exchange_strong(first, now)) {
-    g_stop.store(true);
-    say("\nvkf: stop requested: finishing the current micro-batch, then writing a checkpoint "
-        "(signal again to leave at once without one)\n");
+    request_stop(sig);
+    say("\nvkf: stop requested: a training finishes its current micro-batch and writes a "
+        "checkpoint; reading, tuning and building a vocabulary end now (signal again to leave at "
+        "once without a checkpoint)\n");
   } else if (now - first >= k_same_request_ns) {
     say("vkf: second stop request: leaving now, without a checkpoint of this step\n");
-    std::_Exit(130);
+    std::_Exit(stop_exit_status());
   }
   errno = saved_errno;
 }
@@ -135,15 +136,20 @@ extern "C" void on_stop_signal(int) {
 const std::atomic<bool>& install_stop_handler() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
-  // Both signals blocked while either handler runs; SA_RESTART so a signal does not fail the
-  // read or write it interrupts.
+  // The signals blocked while any of their handlers runs; SA_RESTART so a signal does not fail
+  // the read or write it interrupts. SIGHUP (a closed terminal or SSH session) is a request like
+  // SIGTERM: without a handler it killed the run without its checkpoint.
   sigemptyset(&sa.sa_mask);
-  sigaddset(&sa.sa_mask, SIGINT);
-  sigaddset(&sa.sa_mask, SIGTERM);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, sig);
   sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  return g_stop;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    // A SIGHUP ignored by nohup stays ignored: the user asked for that.
+    struct sigaction old {};
+    sigaction(sig, nullptr, &old);
+    if (sig == SIGHUP && old.sa_handler == SIG_IGN) continue;
+    sigaction(sig, &sa, nullptr);
+  }
+  return stop_flag();
 }
 
 namespace {

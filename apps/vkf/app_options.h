@@ -33,10 +33,11 @@ void add_max_line_bytes(CLI::App& sub, uint64_t& value);
 // The device the selector names ("" = the best one), with its own instance.
 std::unique_ptr<Device> open_device(const std::string& selector);
 
-// SIGINT/SIGTERM set the flag (the run stops before its next micro-batch and writes a
-// checkpoint). Signals within two seconds of the first are the same request: `timeout` and
-// process-group kills deliver one signal twice. A signal after that ends the process at once
-// (exit status 130), saying so.
+// SIGINT, SIGTERM and SIGHUP request a stop (engine/stop_request.h: every phase honours it; a
+// training stops before its next micro-batch and writes a checkpoint, then exits 130 for SIGINT,
+// 143 for SIGTERM or SIGHUP). Signals within two seconds of the first are the same request:
+// `timeout` and process-group kills deliver one signal twice. A signal after that ends the
+// process at once (the same status), saying so.
 const std::atomic<bool>& install_stop_handler();
 
 // Routes std::cout through a buffer of its own that writes to file descriptor 1 and remembers

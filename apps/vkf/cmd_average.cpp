@@ -6,6 +6,7 @@
 #include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
 #include "engine/error.h"
+#include "engine/file_io.h"
 #include "model/average.h"
 #include "model/params.h"
 
@@ -29,6 +30,9 @@ int run_average(const AverageArgs& a) {
     if (a.dir.empty()) throw Error("vkf average: give --model DIR [--last N] or --inputs FILES");
     paths = model::last_checkpoints(a.dir, a.last);
   }
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const auto& p : paths) inputs.push_back({"the input", p});
+  refuse_same_file("--out", a.out, inputs);
   model::Checkpoint avg = model::average_checkpoints(paths);
   model::save_checkpoint(a.out, avg.config, model::ParamLayout(avg.config), avg.params, avg.step);
   print("averaged %zu checkpoints into %s:\n", paths.size(), a.out.c_str());

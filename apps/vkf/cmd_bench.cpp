@@ -16,6 +16,7 @@
 #include "apps/vkf/command.h"
 #include "apps/vkf/tuning_choice.h"
 #include "engine/engine.h"
+#include "engine/file_io.h"
 
 namespace vkf::app {
 namespace {
@@ -47,6 +48,7 @@ std::vector<DeviceInfo> chosen_devices(const Instance& instance, const std::stri
 }
 
 int run_bench(const BenchArgs& a) {
+  refuse_same_file("--json", a.json, {{"--tune", a.tune}});
   bench::RunOptions o = a.options;
   o.suite = bench::parse_suite(a.suite);
   if (o.repeat < 1) throw Error("--repeat must be at least 1");
@@ -80,15 +82,15 @@ int run_bench(const BenchArgs& a) {
 }
 
 int run_compare(const BenchArgs& a) {
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const std::string& f : a.compare_files) inputs.push_back({"the result file", f});
+  refuse_same_file("--html", a.html, inputs);
   std::vector<bench::NamedReport> files;
   for (const std::string& f : a.compare_files) files.push_back({f, bench::read_report(f)});
   const bench::Joined joined = bench::join(files);
   std::cout << bench::compare_markdown(joined);
   if (!a.html.empty()) {
-    std::ofstream out(a.html);
-    if (!out) throw Error("cannot write " + a.html);
-    out << bench::compare_html(joined);
-    if (!out) throw Error("writing " + a.html + " failed");
+    write_file_atomically(a.html, bench::compare_html(joined));
     std::cerr << "vkf bench compare: page in " << a.html << "\n";
   }
   return 0;

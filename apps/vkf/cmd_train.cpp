@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -12,6 +11,9 @@
 #include "apps/vkf/tuning_choice.h"
 #include "engine/error.h"
 #include "engine/exchange/process_group.h"
+#include "engine/file_io.h"
+#include "engine/json_limits.h"
+#include "engine/stop_request.h"
 #include "model/data/parallel_text.h"
 #include "model/data/tokenizer.h"
 #include "model/precision.h"
@@ -48,14 +50,9 @@ model::ModelConfig build_config(const TrainArgs& a) {
   j.erase("d_k");
   j.erase("d_v");
   if (!a.config_file.empty()) {
-    std::ifstream in(a.config_file);
-    if (!in) throw Error("cannot open config file " + a.config_file);
-    nlohmann::json file;
-    try {
-      file = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(a.config_file + " is not JSON: " + e.what());
-    }
+    const nlohmann::json file =
+        parse_json(read_whole_file(a.config_file, k_max_text_file_bytes, "--config"),
+                   "--config " + a.config_file);
     if (!file.is_object()) throw Error(a.config_file + ": expected a JSON object of model keys");
     for (auto& [key, value] : file.items()) {
       if (!j.contains(key) && key != "d_k" && key != "d_v")
@@ -91,6 +88,9 @@ model::CorpusFiles corpus_of(const std::vector<std::string>& files, const char* 
 
 int run_train(TrainArgs& a) {
   model::TrainerOptions& o = a.trainer;
+  // From the start: every phase (reading the corpus, training a vocabulary, tuning, compiling)
+  // honours the first request (engine/stop_request.h).
+  o.stop_requested = &install_stop_handler();
   o.config = build_config(a);
   o.train = corpus_of(a.train_sets, "--train-sets");
   if (!a.valid_sets.empty()) o.valid = corpus_of(a.valid_sets, "--valid-sets");
@@ -155,7 +155,6 @@ int run_train(TrainArgs& a) {
     o.group = group.get();
     if (group->rank() != 0) o.progress = nullptr;
   }
-  o.stop_requested = &install_stop_handler();
   std::vector<std::unique_ptr<Device>> devices;
   std::vector<Device*> replicas;
   for (const auto& sel : selectors) {
@@ -171,11 +170,15 @@ int run_train(TrainArgs& a) {
   model::TrainSummary s = model::train(replicas, o);
   if (s.interrupted && s.last_checkpoint.empty()) {
     std::fprintf(stderr, "stopped by signal before the first step: nothing to resume from\n");
-    return 130;
+    return stop_exit_status();
   }
-  if (s.interrupted)
+  if (s.interrupted) {
+    // After the checkpoint: a status of its own, so that scripts can tell a stopped run from a
+    // finished one (130 for SIGINT, 143 for SIGTERM and SIGHUP, as shells report them).
     std::fprintf(stderr, "stopped by signal at step %llu; resume with --resume\n",
                  static_cast<unsigned long long>(s.steps));
+    return stop_exit_status();
+  }
   if (!a.quiet && s.first_valid && s.last_valid)
     std::fprintf(stderr, "valid loss %.4f -> %.4f (ppl %.2f -> %.2f)\n",
                  s.first_valid->loss_per_token, s.last_valid->loss_per_token,

@@ -19,6 +19,7 @@
 #include "apps/vkf/command.h"
 #include "apps/vkf/tuning_choice.h"
 #include "engine/engine.h"
+#include "engine/file_io.h"
 #include "model/data/line_reader.h"
 #include "model/decode/text.h"
 #include "model/device_weights.h"
@@ -79,6 +80,16 @@ int run(const TranslateArgs& args) {
   args.options.validate();
   const model::PrecisionChoice precision_choice = model::parse_precision(args.precision);
   auto m = model::load_model(args.model, args.vocab);
+  // Opening --output truncates it: it must not be a file this run reads.
+  const bool to_file = !args.output.empty() && args.output != "-";
+  if (to_file)
+    refuse_same_file("--output", args.output,
+                     {args.input.empty() || args.input == "-"
+                          ? std::pair<std::string, std::string>{"standard input", "/dev/stdin"}
+                          : std::pair<std::string, std::string>{"--input", args.input},
+                      {"the checkpoint", m.path},
+                      {"the vocabulary", m.tokenizer.path()},
+                      {"--tune", args.tune}});
   auto instance = std::make_shared<Instance>(tool::instance_options());
   auto dev = Device::create(instance, tool::device_options({.selector = args.device}));
   const model::Precision precision = model::resolve_precision(precision_choice, dev->info());
@@ -95,7 +106,7 @@ int run(const TranslateArgs& args) {
   model::decode::Translator translator(*dev, params, args.options);
 
   std::ofstream file_out;
-  if (!args.output.empty() && args.output != "-") {
+  if (to_file) {
     file_out.open(args.output, std::ios::binary | std::ios::trunc);
     if (!file_out) throw Error("cannot write " + args.output);
   }

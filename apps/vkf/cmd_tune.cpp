@@ -18,6 +18,7 @@
 #include "apps/vkf/command.h"
 #include "apps/vkf/tuning_choice.h"
 #include "engine/error.h"
+#include "engine/file_io.h"
 #include "engine/tuning_file.h"
 #include "model/checkpoint.h"
 #include "model/decode/translator.h"
@@ -121,6 +122,10 @@ int run_tune(const TuneArgs& a) {
     const std::string from = a.import_from.empty() ? own : a.import_from;
     const std::string to = a.import_from.empty() ? a.export_to : (a.out.empty() ? own : a.out);
     if (from.empty() || to.empty()) throw Error("no cache directory for the tuning file");
+    refuse_same_file(a.import_from.empty() ? "--export"
+                     : a.out.empty()       ? "the tuning file"
+                                           : "--out",
+                     to, {{a.import_from.empty() ? "the tuning file" : "--import", from}});
     TuningFile f = read_tuning_file(from);
     if (const std::string why = f.key.mismatch(TuningKey::of(dev->info())); !why.empty())
       throw Error("the tuning file " + from + " does not apply to " + dev->label() + ": " + why);
@@ -143,6 +148,7 @@ int run_tune(const TuneArgs& a) {
   if (budget <= 0) throw Error("--budget must be positive");
   const std::string out = a.out.empty() ? own : a.out;
   if (out.empty()) throw Error("no cache directory for the tuning file: name one with --out");
+  refuse_same_file("--out", out, {{"--model", a.model}});
   const tune::TuneShapes shapes = shapes_for(a, dev->info());
   std::set<std::string> classes;
   for (const auto& p : shapes.matmul) classes.insert("m " + ops::matmul_shape_class(p));

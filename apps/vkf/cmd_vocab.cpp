@@ -10,6 +10,7 @@
 #include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
 #include "engine/error.h"
+#include "engine/file_io.h"
 #include "model/config.h"
 #include "model/data/line_reader.h"
 #include "model/data/tokenizer.h"
@@ -51,6 +52,9 @@ void print_granularity(const model::Tokenizer& tok, const std::string& path) {
 
 int train(VocabArgs& args) {
   if (args.out.empty()) throw Error("vkf vocab: --train-sets needs --out FILE.model");
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const auto& f : args.train_sets) inputs.push_back({"--train-sets", f});
+  refuse_same_file("--out", args.out, inputs);
   args.train.inputs = args.train_sets;
   args.train.output_path = args.out;
   args.train.quiet = !args.verbose;

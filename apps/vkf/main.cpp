@@ -9,6 +9,8 @@
 #include "apps/vkf/app_options.h"
 #include "apps/vkf/command.h"
 #include "engine/error.h"
+#include "engine/standard_streams.h"
+#include "engine/stop_request.h"
 
 namespace vkf::app {
 std::vector<Command>& commands() {
@@ -18,6 +20,8 @@ std::vector<Command>& commands() {
 }  // namespace vkf::app
 
 int main(int argc, char** argv) {
+  // First: anything opened later must not take a closed standard stream's number.
+  vkf::open_closed_standard_streams();
   try {
     vkf::tool::configure_cpu_driver();  // before any Vulkan instance: see engine/cpu_driver.h
   } catch (const vkf::Error& e) {
@@ -46,6 +50,10 @@ int main(int argc, char** argv) {
         vkf::app::finish_standard_output();
         return status;
       }
+  } catch (const vkf::StopRequested& e) {
+    // Nothing to save in the phase it stopped: say where, exit as shells report the signal.
+    std::fprintf(stderr, "vkf: %s\n", e.what());
+    return vkf::stop_exit_status();
   } catch (const vkf::Error& e) {
     std::fprintf(stderr, "vkf: error: %s\n", e.what());
     return 1;

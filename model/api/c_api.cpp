@@ -10,6 +10,7 @@
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/instance.h"
+#include "engine/standard_streams.h"
 #include "model/api/translator.h"
 #include "vkformer/vkformer.h"
 
@@ -140,6 +141,8 @@ void vkf_device_options_init(vkf_device_options* options) {
 vkf_status vkf_device_create(const vkf_device_options* options, vkf_device* out) {
   if (out == nullptr) return fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_device_create: out is NULL");
   *out = nullptr;
+  // Before the driver opens anything: a closed descriptor 0-2 would be taken by its files.
+  vkf::open_closed_standard_streams();
   return guarded([&] {
     auto h = std::make_shared<DeviceHolder>();
     h->instance = std::make_shared<vkf::Instance>(
@@ -158,6 +161,7 @@ vkf_status vkf_device_adopt(VkInstance instance, VkPhysicalDevice physical, VkDe
   if (instance == VK_NULL_HANDLE || physical == VK_NULL_HANDLE || device == VK_NULL_HANDLE ||
       queue == VK_NULL_HANDLE)
     return fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_device_adopt: a Vulkan handle is NULL");
+  vkf::open_closed_standard_streams();
   return guarded([&] {
     auto h = std::make_shared<DeviceHolder>();
     h->instance = vkf::Instance::adopt(instance);

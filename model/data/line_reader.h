@@ -37,12 +37,15 @@ class LineReader {
   bool next(std::string_view& line);
   // Whether the line last returned was over the cap (and so came back empty).
   bool too_long() const { return too_long_; }
+  // Throws StopRequested (engine/stop_request.h) once a stop was requested: reading is the
+  // first phase of a training, and honours the first Ctrl-C.
   // 1-based number of the line last returned (0 before the first).
   int64_t line_number() const { return line_number_; }
   const std::string& path() const { return path_; }
   uint64_t max_line_bytes() const { return options_.max_line_bytes; }
 
  private:
+  void throw_stop() const;
   std::string path_;
   LineReaderOptions options_;
   std::unique_ptr<std::ifstream> file_;

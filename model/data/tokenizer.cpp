@@ -8,10 +8,10 @@
 #include <unordered_map>
 
 #include "engine/error.h"
+#include "engine/file_io.h"
 #include "model/data/line_reader.h"
 #include "model/data/sha256.h"
 #include "model/data/utf8.h"
-#include "model/file_io.h"
 
 namespace vkf::model {
 namespace {

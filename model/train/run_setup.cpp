@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/file_io.h"
 #include "model/checkpoint.h"
 #include "model/data/corpus.h"
 #include "model/data/sha256.h"
-#include "model/file_io.h"
 #include "model/op_problems.h"
 #include "model/params.h"
 #include "model/train/run.h"

@@ -122,6 +122,8 @@ Background::Background(const std::string& args, const fs::path& dir) : dir_(dir)
   REQUIRE(pid_ >= 0);
   if (pid_ == 0) {
     setpgid(0, 0);  // a group of its own, as a shell job would have
+    // Signals as a terminal's job has them, whatever ran the tests (nohup ignores SIGHUP).
+    for (int sig : {SIGHUP, SIGINT, SIGTERM}) ::signal(sig, SIG_DFL);
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }

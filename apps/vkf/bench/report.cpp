@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "engine/error.h"
+#include "engine/file_io.h"
+#include "engine/json_limits.h"
 
 namespace vkf::bench {
 namespace {
@@ -18,7 +20,8 @@ T field(const json& j, const char* key, const std::string& where) {
   try {
     return j.at(key).get<T>();
   } catch (const json::exception&) {
-    throw Error(where + ": field '" + key + "' has the wrong type (" + j.at(key).dump() + ")");
+    throw Error(where + ": field '" + key + "' has the wrong type (" + json_excerpt(j.at(key)) +
+                ")");
   }
 }
 
@@ -182,25 +185,12 @@ Report report_from_json(const json& j, const std::string& what) {
 }
 
 Report read_report(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot read " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  const json j = json::parse(s.str(), nullptr, false);
-  if (j.is_discarded()) throw Error(path + ": not JSON");
+  const json j = parse_json(read_whole_file(path, k_max_text_file_bytes), path);
   return report_from_json(j, path);
 }
 
 void write_report(const Report& r, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw Error("cannot write " + path);
-    out << to_json(r).dump(2) << "\n";
-    if (!out) throw Error("writing " + path + " failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error("cannot rename " + tmp + " to " + path);
+  write_file_atomically(path, to_json(r).dump(2) + "\n");
 }
 
 }  // namespace vkf::bench
