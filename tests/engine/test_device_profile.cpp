@@ -1,10 +1,13 @@
-// A device profile applied to a DeviceInfo (engine/device_profile.h) and the kernel bindings a
-// device's per-stage limits allow (engine/kernel.h): host code only, no device.
+// A device profile applied to a DeviceInfo (engine/device_profile.h), the kernel bindings a
+// device's per-stage limits allow (engine/kernel.h) and default choices that must fit a
+// profile's device: host code only, no device.
 #include <fstream>
 
 #include "engine/device_profile.h"
 #include "engine/error.h"
 #include "engine/kernel.h"
+#include "engine/ops/attention.h"
+#include "engine/ops/topk_choice.h"
 #include "tests/support/fake_devices.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/vk_test.h"
@@ -87,4 +90,23 @@ TEST_CASE("a kernel over a device's per-stage bindings is refused, naming the li
   // Texel buffers count against sampled images, not storage buffers.
   const KernelSpec texel{.name = "t", .buffers = 5, .texel_buffers = 0b11};
   CHECK(kernel_limits_misfit(texel, four, "d").empty());
+}
+
+TEST_CASE("the default choices fit a profile's device: top-k chunk, attention path",
+          "[engine][profile]") {
+  // 16 KiB of shared memory (VP_KHR_roadmap_2022): the default top-k chunk shrinks to fit.
+  DeviceInfo small = test::fake_cpu_info(16);
+  small.shared_memory_bytes = 16384;
+  const ops::TopKProblem p{DType::f32, 4, 32000, 4};
+  const ops::TopKChoice c = ops::choose_topk(small, nullptr, p);
+  CHECK(ops::topk_config_misfit(small, c.config, p).empty());
+  CHECK_THAT(c.why, Catch::Contains("smaller chunk"));
+  // Without subgroup shuffles (basic operations only: VP_LUNARG_desktop_baseline_2023) the
+  // attention rows path, which shuffles, is not the default even on a CPU device.
+  DeviceInfo basic = test::fake_cpu_info(16);
+  CHECK(ops::attention_default_tiles(basic, ops::AttentionKernel::forward, 64, 64).path ==
+        ops::AttentionPath::rows);
+  basic.subgroup_shuffle = false;
+  CHECK(ops::attention_default_tiles(basic, ops::AttentionKernel::forward, 64, 64).path ==
+        ops::AttentionPath::tiled);
 }
