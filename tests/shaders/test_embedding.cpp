@@ -81,7 +81,8 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4, uint32_t dropout
   Buffer tokens = upload(dev, data.tokens, "tokens"), pos = upload(dev, data.positions, "pos");
   Buffer table = test::upload_stored(dev, data.table, c.table_dtype, "table");
   Buffer pos_table = c.learned ? upload(dev, data.pos_table, "pos_table") : Buffer{};
-  Buffer out = test::upload_stored(dev, std::vector<float>(n, test::poison(c.dtype)), c.dtype, "out");
+  Buffer out =
+      test::upload_stored(dev, std::vector<float>(n, test::poison(c.dtype)), c.dtype, "out");
   Buffer dout = test::upload_stored(dev, data.dout, c.dtype, "dout");
   Buffer dtable = upload(dev, data.dtable0, "dtable");
   Buffer dpos = c.learned ? upload(dev, data.dpos0, "dpos") : Buffer{};

@@ -120,7 +120,8 @@ CeOutputs run_cross_entropy(const CeProblem& pr, const ops::RowKernelConfig& cfg
   Buffer blogp =
       test::upload_stored(dev, std::vector<float>(pr.rows, test::k_poison), DType::f32, "row logp");
   Buffer bd = test::upload_stored(dev, std::vector<float>(n, test::poison(t)), t, "dlogits");
-  Buffer btot = test::upload_stored(dev, std::vector<float>(4, test::k_poison), DType::f32, "totals");
+  Buffer btot =
+      test::upload_stored(dev, std::vector<float>(4, test::k_poison), DType::f32, "totals");
   ops::CrossEntropyArgs a{.dtype = t,
                           .logits = bl,
                           .targets = bt,
