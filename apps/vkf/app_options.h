@@ -9,6 +9,8 @@
 #include <string>
 
 #include "engine/device.h"
+#include "model/config.h"
+#include "model/decode/translator.h"
 
 namespace vkf::app {
 
@@ -29,6 +31,28 @@ CLI::Validator real_range(double lo, double hi, Bound lo_bound = Bound::closed,
 
 // --max-line-bytes, for every command that reads text.
 void add_max_line_bytes(CLI::App& sub, uint64_t& value);
+
+// The decoding flags `vkf translate` and `vkf serve` share, with one set of ranges: --beam,
+// --alpha, --max-len-a, --max-len-b and --batch-size, into decode's or the API's options.
+template <typename DecodingOptions>
+void add_decoding_options(CLI::App& sub, DecodingOptions& o) {
+  sub.add_option("--beam", o.beam, "Beam size (1 = greedy)")
+      ->check(int_range(1, model::decode::k_max_beam))
+      ->capture_default_str();
+  sub.add_option("--alpha", o.alpha, "Length penalty ((5 + len) / 6)^alpha")
+      ->check(real_range(0, 10))
+      ->capture_default_str();
+  sub.add_option("--max-len-a", o.max_len_a,
+                 "Maximum output length = a * source length + b (capped by the model)")
+      ->check(real_range(0, 1000))
+      ->capture_default_str();
+  sub.add_option("--max-len-b", o.max_len_b, "See --max-len-a")
+      ->check(int_range(0, model::k_max_positions))
+      ->capture_default_str();
+  sub.add_option("--batch-size", o.batch_size, "Most sentences decoded at once")
+      ->check(int_range(1, 4096))
+      ->capture_default_str();
+}
 
 // The device the selector names ("" = the best one), with its own instance.
 std::unique_ptr<Device> open_device(const std::string& selector);

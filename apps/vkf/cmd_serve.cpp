@@ -153,22 +153,7 @@ RegisterCommand reg(
       sub.add_option("--port", h.port, "Port to listen on (0: a free one, printed)")
           ->check(int_range(0, 65535))
           ->capture_default_str();
-      sub.add_option("--beam", o.beam, "Beam size (1 = greedy)")
-          ->check(int_range(1, 64))
-          ->capture_default_str();
-      sub.add_option("--alpha", o.alpha, "Length penalty ((5 + len) / 6)^alpha")
-          ->check(real_range(0, 10))
-          ->capture_default_str();
-      sub.add_option("--max-len-a", o.max_len_a,
-                     "Maximum output length = a * source length + b (capped by the model)")
-          ->check(real_range(0, 1000))
-          ->capture_default_str();
-      sub.add_option("--max-len-b", o.max_len_b, "See --max-len-a")
-          ->check(int_range(0, 4096))
-          ->capture_default_str();
-      sub.add_option("--batch-size", o.batch_size, "Most sentences decoded at once")
-          ->check(int_range(1, 4096))
-          ->capture_default_str();
+      add_decoding_options(sub, o);
       sub.add_option("--precision", args->precision, "fp32, fp16 or auto (as vkf translate)")
           ->capture_default_str();
       add_tune_option(sub, args->tune);

@@ -214,24 +214,9 @@ RegisterCommand reg(
                      "SentencePiece model (default: the one the checkpoint names, next to it)");
       sub.add_option("--input", args->input, "Input text, one sentence a line (default stdin)");
       sub.add_option("--output", args->output, "Where to write the translations (default stdout)");
-      sub.add_option("--beam", o.beam, "Beam size (1 = greedy)")
-          ->check(int_range(1, model::decode::k_max_beam))
-          ->capture_default_str();
-      sub.add_option("--alpha", o.alpha, "Length penalty ((5 + len) / 6)^alpha")
-          ->check(real_range(0, 10))
-          ->capture_default_str();
-      sub.add_option("--max-len-a", o.max_len_a,
-                     "Maximum output length = a * source length + b (capped by the model)")
-          ->check(real_range(0, 1000))
-          ->capture_default_str();
-      sub.add_option("--max-len-b", o.max_len_b, "See --max-len-a")
-          ->check(int_range(0, model::k_max_positions))
-          ->capture_default_str();
+      add_decoding_options(sub, o);
       sub.add_option("--nbest", o.nbest, "Write the K best as TSV: line number, rank, score, text")
           ->check(int_range(1, model::decode::k_max_beam))
-          ->capture_default_str();
-      sub.add_option("--batch-size", o.batch_size, "Sentences decoded at once")
-          ->check(int_range(1, 4096))
           ->capture_default_str();
       add_max_line_bytes(sub, args->max_line_bytes);
       sub.add_option("--device", args->device, "Device: index, vendor or a part of its name");
