@@ -21,15 +21,6 @@
 #include "model/safetensors.h"
 #include "model/train/train_state.h"
 
-// An invariant the readers promise; abort() is what libFuzzer and the tests catch.
-#define FUZZ_CHECK(cond)                                                                \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
-      std::fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                     \
-    }                                                                                   \
-  } while (0)
-
 namespace vkf::fuzz {
 
 using namespace vkf::model;

@@ -4,8 +4,19 @@
 // invariants checked below (which abort, so libFuzzer and the tests see them). The same
 // functions run in libFuzzer binaries (fuzz_<name>.cpp, scripts/fuzz) and over the committed
 // seeds and regressions in the unit tests (tests/model/test_fuzz_inputs.cpp).
+#include <cstdio>
+#include <cstdlib>
 #include <string_view>
 #include <vector>
+
+// An invariant the readers promise; abort() is what libFuzzer and the tests catch.
+#define FUZZ_CHECK(cond)                                                                \
+  do {                                                                                  \
+    if (!(cond)) {                                                                      \
+      std::fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                     \
+    }                                                                                   \
+  } while (0)
 
 namespace vkf::fuzz {
 

@@ -15,14 +15,6 @@
 #include "engine/tuning_file.h"
 #include "fuzz/targets.h"
 
-#define FUZZ_CHECK(cond)                                                                \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
-      std::fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                     \
-    }                                                                                   \
-  } while (0)
-
 namespace vkf::fuzz {
 
 void tuning_file(std::string_view bytes) {

@@ -1,39 +1,11 @@
 #include "apps/serve/page.h"
 
+#include "apps/common/html.h"
+
 namespace vkf::serve {
-namespace {
-
-// The pair comes from the command line; codes are short letters, but escape them anyway.
-std::string escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '&':
-        o += "&amp;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      case '\'':
-        o += "&#39;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
-
-}  // namespace
 
 std::string page_html(const std::string& source, const std::string& target, bool needs_key) {
-  const std::string s = escape(source), t = escape(target);
+  const std::string s = app::html_escape(source), t = app::html_escape(target);
   std::string key_box =
       needs_key ? "<p><label>API key <input id=\"key\" type=\"password\"></label></p>\n" : "";
   return R"(<!doctype html>

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "apps/common/html.h"
 #include "apps/vkf/bench/compare.h"
 
 namespace vkf::bench {
@@ -18,29 +19,6 @@ constexpr size_t k_colors = sizeof k_palette / sizeof k_palette[0];
 
 constexpr int k_label_w = 430, k_bar_w = 420, k_text_w = 190, k_bar_h = 14, k_gap = 3,
               k_row_pad = 12;
-
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
 
 std::string format(const char* fmt, double v) {
   char buf[64];
@@ -56,7 +34,7 @@ void chart(std::ostringstream& s, const Joined& j, const std::string& group) {
   const int row_h = int(n) * (k_bar_h + k_gap) + k_row_pad;
   const int width = k_label_w + k_bar_w + k_text_w, height = int(lines.size()) * row_h + 8;
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-    << "\" role=\"img\" aria-label=\"" << esc(group) << "\">\n";
+    << "\" role=\"img\" aria-label=\"" << app::html_escape(group) << "\">\n";
   int y = 4;
   for (const Joined::Line* l : lines) {
     double best = 0;
@@ -64,7 +42,7 @@ void chart(std::ostringstream& s, const Joined& j, const std::string& group) {
       if (r && r->check != Check::skip) best = std::max(best, r->rate);
     const int block = int(n) * (k_bar_h + k_gap);
     s << "<text x=\"" << k_label_w - 8 << "\" y=\"" << y + block / 2 + 4
-      << "\" text-anchor=\"end\" class=\"label\">" << esc(l->title) << "</text>\n";
+      << "\" text-anchor=\"end\" class=\"label\">" << app::html_escape(l->title) << "</text>\n";
     for (size_t c = 0; c < n; ++c) {
       const int by = y + int(c) * (k_bar_h + k_gap);
       const Row* r = l->cells[c];
@@ -75,13 +53,14 @@ void chart(std::ostringstream& s, const Joined& j, const std::string& group) {
         const int w = std::max(1, int(k_bar_w * r->rate / best));
         s << "<rect x=\"" << k_label_w << "\" y=\"" << by << "\" width=\"" << w << "\" height=\""
           << k_bar_h << "\" fill=\"" << k_palette[c % k_colors] << "\"><title>"
-          << esc(j.columns[c].device->label) << "</title></rect>\n";
+          << app::html_escape(j.columns[c].device->label) << "</title></rect>\n";
         text = format("%.4g ", r->rate) + l->unit;
         if (const double q = Joined::ratio(*l, c); c > 0 && q > 0) text += format(" (%.2fx)", q);
         if (r->check == Check::fail) text += " FAIL";
       }
       s << "<text x=\"" << k_label_w + k_bar_w + 6 << "\" y=\"" << by + k_bar_h - 3 << "\" class=\""
-        << (r && r->check == Check::fail ? "fail" : "value") << "\">" << esc(text) << "</text>\n";
+        << (r && r->check == Check::fail ? "fail" : "value") << "\">" << app::html_escape(text)
+        << "</text>\n";
     }
     y += row_h;
   }
@@ -107,31 +86,33 @@ std::string compare_html(const Joined& j) {
   for (size_t c = 0; c < j.columns.size(); ++c) {
     const Joined::Column& col = j.columns[c];
     s << "<li><span class=\"swatch\" style=\"background:" << k_palette[c % k_colors] << "\"></span>"
-      << esc(col.device->label) << " <small>(" << esc(col.file) << "; suite "
-      << esc(col.report->suite) << ", " << esc(col.report->created) << ", "
-      << esc(col.report->host.value("cpu", std::string("?"))) << ")</small></li>\n";
+      << app::html_escape(col.device->label) << " <small>(" << app::html_escape(col.file)
+      << "; suite " << app::html_escape(col.report->suite) << ", "
+      << app::html_escape(col.report->created) << ", "
+      << app::html_escape(col.report->host.value("cpu", std::string("?"))) << ")</small></li>\n";
   }
   s << "</ol>\n";
   std::vector<std::string> groups;
   for (const Joined::Line& l : j.lines)
     if (std::find(groups.begin(), groups.end(), l.group) == groups.end()) groups.push_back(l.group);
   for (const std::string& g : groups) {
-    s << "<h2>" << esc(g) << "</h2>\n";
+    s << "<h2>" << app::html_escape(g) << "</h2>\n";
     chart(s, j, g);
   }
   s << "<h2>All figures</h2>\n<table><tr><th>row</th><th>unit</th>";
   for (size_t c = 0; c < j.columns.size(); ++c) s << "<th>[" << c + 1 << "]</th>";
   s << "</tr>\n";
   for (const Joined::Line& l : j.lines) {
-    s << "<tr><td>" << esc(l.title) << "</td><td>" << esc(l.unit) << "</td>";
+    s << "<tr><td>" << app::html_escape(l.title) << "</td><td>" << app::html_escape(l.unit)
+      << "</td>";
     for (size_t c = 0; c < l.cells.size(); ++c) {
       const Row* r = l.cells[c];
       std::string t = !r ? "-" : r->check == Check::skip ? "skipped" : format("%.4g", r->rate);
       if (r && r->check == Check::fail) t += " FAIL";
       if (const double q = Joined::ratio(l, c); c > 0 && q > 0) t += format(" (%.2fx)", q);
       s << "<td class=\"n\""
-        << (r && r->check == Check::skip ? " title=\"" + esc(r->reason) + "\"" : "") << ">"
-        << esc(t) << "</td>";
+        << (r && r->check == Check::skip ? " title=\"" + app::html_escape(r->reason) + "\"" : "")
+        << ">" << app::html_escape(t) << "</td>";
     }
     s << "</tr>\n";
   }
