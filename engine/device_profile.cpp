@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/file_io.h"
+#include "engine/json_limits.h"
 
 namespace vkf {
 namespace {
@@ -24,7 +25,7 @@ void lower_to(ProfileApplied& out, const char* what, T& have, const json& limits
   auto it = limits.find(key);
   if (it == limits.end()) return;
   const json& v = index >= 0 ? it->at(size_t(index)) : *it;
-  const T wanted = v.is_boolean() ? T(v.get<bool>()) : v.get<T>();
+  const T wanted = v.is_boolean() ? T(v.get<bool>()) : json_number<T>(v, key);
   if (wanted > have)
     out.clamps.push_back(std::string(what) + ": the profile says " + std::to_string(wanted) +
                          ", the device has " + std::to_string(have));
@@ -34,7 +35,8 @@ void lower_to(ProfileApplied& out, const char* what, T& have, const json& limits
 
 template <typename T>
 void raise_to(T& have, const json& limits, const char* key) {
-  if (auto it = limits.find(key); it != limits.end()) have = std::max(have, it->get<T>());
+  if (auto it = limits.find(key); it != limits.end())
+    have = std::max(have, json_number<T>(*it, key));
 }
 
 // A feature the profile turns off; true keeps the device's.
@@ -136,18 +138,22 @@ void apply(const json& j, DeviceInfo& info, ProfileApplied& out) {
   if (!info.fp16) info.nv_coopmat_f16_16x16x16 = info.nv_coopmat = false;
   if (const json& q = section(j, "queues"); q.contains("timestampValidBits"))
     info.timestamp_valid_bits =
-        std::min(info.timestamp_valid_bits, q["timestampValidBits"].get<uint32_t>());
+        std::min(info.timestamp_valid_bits, json_field<uint32_t>(q, "timestampValidBits"));
 }
 
 }  // namespace
 
 ProfileApplied apply_device_profile(DeviceInfo& info, const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("device profile " + path + " cannot be read");
+  const std::string text = read_whole_file(path, k_max_text_file_bytes, "the device profile");
+  JsonLimits limits;
+  limits.allow_comments = true;
+  const json j = parse_json(text, "device profile " + path, limits);
   ProfileApplied out;
   try {
-    apply(json::parse(in, nullptr, true, /*ignore_comments=*/true), info, out);
+    apply(j, info, out);
   } catch (const json::exception& e) {
+    throw Error("device profile " + path + ": " + printable_excerpt(e.what(), 200));
+  } catch (const Error& e) {
     throw Error("device profile " + path + ": " + e.what());
   }
   return out;

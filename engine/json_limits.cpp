@@ -1,5 +1,6 @@
 #include "engine/json_limits.h"
 
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <vector>
@@ -69,6 +70,31 @@ std::string json_excerpt(const json& value, size_t max) {
   return printable_excerpt(text, max);
 }
 
+int64_t json_whole(const json& v, const std::string& what, int64_t lo, int64_t hi) {
+  // Only JSON integers: no vkf file writes 64.0, and a float compared with the bounds would
+  // round 2^63 into range. nlohmann holds every non-negative integer as unsigned.
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (hi >= 0 && u <= uint64_t(hi) && int64_t(u) >= lo) return int64_t(u);
+  } else if (v.is_number_integer()) {
+    const int64_t i = v.get<int64_t>();
+    if (i >= lo && i <= hi) return i;
+  }
+  const std::string range =
+      v.is_number_integer() ? " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" : "";
+  throw Error(what + " must be a whole number" + range + ", got " + json_excerpt(v));
+}
+
+double json_finite(const json& v, const std::string& what, double lo, double hi) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()))
+    throw Error(what + " must be a finite number, got " + json_excerpt(v));
+  const double d = v.get<double>();
+  if (d < lo || d > hi)
+    throw Error(what + " must be a number in [" + json(lo).dump() + ", " + json(hi).dump() +
+                "], got " + json_excerpt(v));
+  return d;
+}
+
 json parse_json(std::string_view text, const std::string& name, JsonLimits limits) {
   std::vector<std::set<std::string>> open_objects;
   std::string duplicate;
@@ -95,7 +121,8 @@ json parse_json(std::string_view text, const std::string& name, JsonLimits limit
   };
   json j;
   try {
-    j = json::parse(text.begin(), text.end(), on_event);
+    j = json::parse(text.begin(), text.end(), on_event, /*allow_exceptions=*/true,
+                    limits.allow_comments);
   } catch (const TooDeep&) {
   } catch (const json::exception& e) {
     // nlohmann's message quotes the token it read ("last read: '...'"), which may be long or

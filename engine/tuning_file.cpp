@@ -49,16 +49,16 @@ json config_json(const ops::MatmulConfig& c) {
 ops::MatmulConfig config_of(const json& j) {
   ops::MatmulConfig c;
   c.name = j.at("name").get<std::string>();
-  c.workgroup = j.at("workgroup").get<uint32_t>();
-  c.bm = j.at("bm").get<uint32_t>();
-  c.bn = j.at("bn").get<uint32_t>();
-  c.bk = j.at("bk").get<uint32_t>();
-  c.tm = j.at("tm").get<uint32_t>();
-  c.tn = j.at("tn").get<uint32_t>();
+  c.workgroup = json_field<uint32_t>(j, "workgroup");
+  c.bm = json_field<uint32_t>(j, "bm");
+  c.bn = json_field<uint32_t>(j, "bn");
+  c.bk = json_field<uint32_t>(j, "bk");
+  c.tm = json_field<uint32_t>(j, "tm");
+  c.tn = json_field<uint32_t>(j, "tn");
   c.shared = j.at("shared").get<bool>();
   c.coopmat = j.at("coopmat").get<bool>();
   c.khr = j.at("khr").get<bool>();
-  c.stages = j.value("stages", 1u);  // files from before stages were one
+  c.stages = json_field<uint32_t>(j, "stages", 1u);  // files from before stages were one
   if (!j.at("texel").is_null()) c.texel = j.at("texel").get<bool>();
   c.nv2 = j.value("nv2", false);
   if (c.nv2 && (!c.coopmat || c.khr))
@@ -72,7 +72,7 @@ ops::MatmulConfig config_of(const json& j) {
     throw Error("configuration '" + c.name + "' has " + std::to_string(c.stages) +
                 " stages (1, or 2 on a KHR row)");
   if (j.contains("split_k")) {
-    c.split_k = j.at("split_k").get<uint32_t>();
+    c.split_k = json_field<uint32_t>(j, "split_k");
     if (*c.split_k < 1 || *c.split_k > ops::k_matmul_max_split_k)
       throw Error("configuration '" + c.name + "' splits k into " + std::to_string(*c.split_k) +
                   " slices (1 to " + std::to_string(ops::k_matmul_max_split_k) + ")");
@@ -126,10 +126,10 @@ ops::AttentionTiles attention_of(const json& j) {
     t.path = ops::AttentionPath::tiled;
   else
     throw Error("attention path '" + path + "' is not tiled or rows");
-  t.workgroup = j.at("workgroup").get<uint32_t>();
-  t.block_q = j.at("block_q").get<uint32_t>();
-  t.block_k = j.at("block_k").get<uint32_t>();
-  t.rows = j.at("rows").get<uint32_t>();
+  t.workgroup = json_field<uint32_t>(j, "workgroup");
+  t.block_q = json_field<uint32_t>(j, "block_q");
+  t.block_k = json_field<uint32_t>(j, "block_k");
+  t.rows = json_field<uint32_t>(j, "rows");
   const std::string unroll = j.at("unroll").get<std::string>();
   if (unroll == "rolled")
     t.unroll = ops::AttentionTiles::Unroll::rolled;
@@ -158,7 +158,7 @@ ops::RowKernelConfig::Reads reads_of(const json& j, const char* family) {
 
 ops::LayerNormConfig layer_norm_of(const json& j) {
   ops::LayerNormConfig c;
-  c.workgroup_size = j.at("workgroup_size").get<uint32_t>();
+  c.workgroup_size = json_field<uint32_t>(j, "workgroup_size");
   const std::string r = j.at("reduce").get<std::string>();
   if (!ops::parse_row_reduce(r, c.reduce) || c.reduce == ops::RowReduce::automatic)
     throw Error("LayerNorm reduction '" + r + "' is not shared, subgroup or subgroup_rows");
@@ -169,7 +169,7 @@ ops::LayerNormConfig layer_norm_of(const json& j) {
 
 ops::RowKernelConfig row_kernel_of(const json& j) {
   ops::RowKernelConfig c;
-  c.workgroup_size = j.at("workgroup_size").get<uint32_t>();
+  c.workgroup_size = json_field<uint32_t>(j, "workgroup_size");
   const std::string sg = j.at("subgroup").get<std::string>();
   if (sg == "on")
     c.subgroup = ops::RowKernelConfig::Subgroup::on;
@@ -184,8 +184,8 @@ ops::RowKernelConfig row_kernel_of(const json& j) {
 
 ops::AdamConfig adam_of(const json& j) {
   ops::AdamConfig c;
-  c.workgroup_size = j.at("workgroup_size").get<uint32_t>();
-  c.elems = j.at("elems").get<uint32_t>();
+  c.workgroup_size = json_field<uint32_t>(j, "workgroup_size");
+  c.elems = json_field<uint32_t>(j, "elems");
   const std::string reads = j.at("reads").get<std::string>();
   if (reads == "texel")
     c.reads = ops::AdamConfig::Reads::texel;
@@ -215,9 +215,9 @@ ops::TopKConfig topk_of(const json& j) {
     c.path = ops::TopKPath::chunks;
   else
     throw Error("top-k path '" + path + "' is not rows or chunks");
-  c.workgroup_size = j.at("workgroup_size").get<uint32_t>();
+  c.workgroup_size = json_field<uint32_t>(j, "workgroup_size");
   if (c.path == ops::TopKPath::chunks) {
-    c.per_thread = j.at("per_thread").get<uint32_t>();
+    c.per_thread = json_field<uint32_t>(j, "per_thread");
     c.prune = j.at("prune").get<bool>();
   }
   if (!c.workgroup_size) throw Error("top-k workgroup size 0");
@@ -245,10 +245,10 @@ void read_evidence(const json& e, TunedEntry<P, C>& t, const std::string& shape_
   if (shape_class != t.shape_class)
     throw Error("class '" + t.shape_class + "' is not its shape's (" + shape_class + ")");
   t.default_name = e.at("default").at("name").get<std::string>();
-  t.default_seconds = e.at("default").at("seconds").get<double>();
-  t.seconds = e.at("seconds").get<double>();
-  t.tried = e.at("tried").get<uint32_t>();
-  t.untried = e.value("untried", 0u);  // files of the first format version lack it
+  t.default_seconds = json_field<double>(e.at("default"), "seconds");
+  t.seconds = json_field<double>(e, "seconds");
+  t.tried = json_field<uint32_t>(e, "tried");
+  t.untried = json_field<uint32_t>(e, "untried", 0u);  // files of the first format version lack it
   for (const json& r : e.at("rejected"))
     t.rejected.emplace_back(r.at("config").get<std::string>(), r.at("why").get<std::string>());
 }
@@ -364,9 +364,9 @@ TuningFile read_tuning_file(const std::string& path) {
       throw Error("format '" + j.at("format").get<std::string>() + "' is not " + k_format);
     TuningFile f;
     const json& d = j.at("device");
-    f.key.vendor_id = d.at("vendor_id").get<uint32_t>();
-    f.key.device_id = d.at("device_id").get<uint32_t>();
-    f.key.driver_version = d.at("driver_version").get<uint32_t>();
+    f.key.vendor_id = json_field<uint32_t>(d, "vendor_id");
+    f.key.device_id = json_field<uint32_t>(d, "device_id");
+    f.key.driver_version = json_field<uint32_t>(d, "driver_version");
     f.key.pipeline_cache_uuid = d.at("pipeline_cache_uuid").get<std::string>();
     f.key.device_name = d.at("name").get<std::string>();
     f.key.driver = d.at("driver").get<std::string>();
@@ -376,9 +376,9 @@ TuningFile read_tuning_file(const std::string& path) {
       t.shape = {parse_dtype(s.at("dtype").get<std::string>()),
                  s.at("trans_a").get<bool>(),
                  s.at("trans_b").get<bool>(),
-                 s.at("m").get<uint32_t>(),
-                 s.at("n").get<uint32_t>(),
-                 s.at("k").get<uint32_t>(),
+                 json_field<uint32_t>(s, "m"),
+                 json_field<uint32_t>(s, "n"),
+                 json_field<uint32_t>(s, "k"),
                  s.value("workspace", false)};
       read_evidence(e, t, ops::matmul_shape_class(t.shape));
       t.config = config_of(e.at("config"));
@@ -389,10 +389,10 @@ TuningFile read_tuning_file(const std::string& path) {
       const json& s = e.at("shape");
       t.shape = {parse_dtype(s.at("dtype").get<std::string>()),
                  parse_kernel(s.at("kernel").get<std::string>()),
-                 s.at("d_k").get<uint32_t>(),
-                 s.at("d_v").get<uint32_t>(),
-                 s.at("len_q").get<uint32_t>(),
-                 s.at("len_k").get<uint32_t>(),
+                 json_field<uint32_t>(s, "d_k"),
+                 json_field<uint32_t>(s, "d_v"),
+                 json_field<uint32_t>(s, "len_q"),
+                 json_field<uint32_t>(s, "len_k"),
                  s.at("causal").get<bool>()};
       read_evidence(e, t, ops::attention_shape_class(t.shape));
       t.config = attention_of(e.at("config"));
@@ -402,7 +402,7 @@ TuningFile read_tuning_file(const std::string& path) {
       TunedLayerNorm t;
       const json& s = e.at("shape");
       t.shape = {parse_dtype(s.at("dtype").get<std::string>()), s.at("backward").get<bool>(),
-                 s.at("rows").get<uint32_t>(), s.at("d").get<uint32_t>()};
+                 json_field<uint32_t>(s, "rows"), json_field<uint32_t>(s, "d")};
       read_evidence(e, t, ops::layer_norm_shape_class(t.shape));
       t.config = layer_norm_of(e.at("config"));
       f.layer_norm.push_back(std::move(t));
@@ -410,8 +410,8 @@ TuningFile read_tuning_file(const std::string& path) {
     for (const json& e : family(j, "cross_entropy")) {
       TunedCrossEntropy t;
       const json& s = e.at("shape");
-      t.shape = {parse_dtype(s.at("dtype").get<std::string>()), s.at("rows").get<uint32_t>(),
-                 s.at("vocab").get<uint32_t>()};
+      t.shape = {parse_dtype(s.at("dtype").get<std::string>()), json_field<uint32_t>(s, "rows"),
+                 json_field<uint32_t>(s, "vocab")};
       read_evidence(e, t, ops::cross_entropy_shape_class(t.shape));
       t.config = row_kernel_of(e.at("config"));
       f.cross_entropy.push_back(std::move(t));
@@ -419,8 +419,8 @@ TuningFile read_tuning_file(const std::string& path) {
     for (const json& e : family(j, "topk")) {
       TunedTopK t;
       const json& s = e.at("shape");
-      t.shape = {parse_dtype(s.at("dtype").get<std::string>()), s.at("rows").get<uint32_t>(),
-                 s.at("n").get<uint32_t>(), s.at("k").get<uint32_t>()};
+      t.shape = {parse_dtype(s.at("dtype").get<std::string>()), json_field<uint32_t>(s, "rows"),
+                 json_field<uint32_t>(s, "n"), json_field<uint32_t>(s, "k")};
       read_evidence(e, t, ops::topk_shape_class(t.shape));
       t.config = topk_of(e.at("config"));
       f.topk.push_back(std::move(t));
@@ -432,7 +432,7 @@ TuningFile read_tuning_file(const std::string& path) {
       // the old search's space (docs/performance.md).
       if (!e.at("config").contains("elems")) continue;
       TunedAdam t;
-      t.shape = {e.at("shape").at("n").get<uint32_t>()};
+      t.shape = {json_field<uint32_t>(e.at("shape"), "n")};
       read_evidence(e, t, ops::adam_shape_class(t.shape));
       t.config = adam_of(e.at("config"));
       f.adam.push_back(std::move(t));

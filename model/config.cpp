@@ -70,21 +70,13 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
     return Error(std::string("model config: ") + key + " must be " + want + ", got " +
                  json_excerpt(v));
   };
-  // Strict types: nlohmann's get<int>() would take 64.5 as 64 and 4294967301 as 5.
+  // Strict types (engine/json_limits.h): nlohmann's get<int>() would take 64.5 as 64 and
+  // 4294967301 as 5.
   auto get_int = [&](const char* key, int& field) {
-    if (!j.contains(key)) return;
-    const auto& v = j.at(key);
-    if (!v.is_number_integer()) throw bad(key, "a whole number", v);
-    if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(INT32_MAX)
-                               : v.get<int64_t>() < INT32_MIN)
-      throw bad(key, "a 32-bit integer", v);
-    field = int(v.get<int64_t>());
+    if (j.contains(key)) field = json_number<int>(j.at(key), std::string("model config: ") + key);
   };
   auto get_float = [&](const char* key, float& field) {
-    if (!j.contains(key)) return;
-    const auto& v = j.at(key);
-    if (!v.is_number() || !std::isfinite(v.get<double>())) throw bad(key, "a finite number", v);
-    field = v.get<float>();
+    if (j.contains(key)) field = json_number<float>(j.at(key), std::string("model config: ") + key);
   };
   auto get_bool = [&](const char* key, bool& field) {
     if (!j.contains(key)) return;

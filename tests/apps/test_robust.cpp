@@ -285,7 +285,7 @@ TEST_CASE("4: lying safetensors headers are refused with the rule they break",
            c["vocab_size"] = (uint64_t(1) << 32) + c["vocab_size"].get<uint64_t>();
          });
        },
-       "vocab_size must be a 32-bit integer"},
+       "vocab_size must be a whole number in [-2147483648, 2147483647]"},
       {"fractional d_model",
        [&](const fs::path& to) {
          edit_config(good, to, [](nlohmann::json& c) { c["d_model"] = 32.5; });

@@ -192,7 +192,7 @@ TEST_CASE("robust 41.7: bench compare refuses impossible counts and keeps its ta
       edited_result(dir / "repeat.json", [](nlohmann::json& j) { j["repeat"] = 2.5; });
   CliResult r = run_vkf("bench compare " + repeat.string());
   CHECK(r.status == 1);
-  CHECK_THAT(r.err, Catch::Contains("'repeat'") && Catch::Contains("not a whole number"));
+  CHECK_THAT(r.err, Catch::Contains("'repeat'") && Catch::Contains("must be a whole number"));
 
   // A '|' or a line break in any text the files hold stays inside its cell.
   const fs::path hostile = edited_result(dir / "hostile.json", [](nlohmann::json& j) {

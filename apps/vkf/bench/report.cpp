@@ -25,19 +25,11 @@ T field(const json& j, const char* key, const std::string& where) {
   }
 }
 
-// A count (j[key]): a whole number in [lo, hi]. json's get<int> would take 0.5 as 0 and 2^40 as
-// whatever its low bits are, and an impossible count then compares equal to a real one.
+// A count (j[key]): a whole number in [lo, hi], read strictly (engine/json_limits.h). json's
+// get<int> would take 0.5 as 0 and 2^40 as whatever its low bits are, and an impossible count
+// then compares equal to a real one.
 int count_field(const json& j, const char* key, const std::string& where, int lo, int hi) {
-  const json v = field<json>(j, key, where);
-  const bool whole = v.is_number_integer();
-  const bool huge = whole && v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(hi);
-  if (!whole || huge || v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
-    std::string text = v.dump();
-    if (text.size() > 40) text = text.substr(0, 40) + "...";
-    throw Error(where + ": field '" + key + "' is " + text + ", not a whole number in " +
-                std::to_string(lo) + ".." + std::to_string(hi));
-  }
-  return v.get<int>();
+  return int(json_whole(field<json>(j, key, where), where + ": field '" + key + "'", lo, hi));
 }
 
 // No result holds more rows (each is a timed benchmark) or repeats than this.
