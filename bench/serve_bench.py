@@ -15,7 +15,9 @@ bench/bench_translate.cpp measures decoding).
 
 The JSON result: the settings, the device line the server printed, and per concurrency
 {clients, requests, seconds, requests_per_s, tokens_per_s, p50_ms, p90_ms, p99_ms, max_ms,
-mean_batch_lines}; "gain_vs_one" is each concurrency's requests/s over that of one client.
+mean_step_lines (lines decoding in a decoder step, on average: the batch the device ran),
+joined_lines (lines that joined a batch already decoding)}; "gain_vs_one" is each concurrency's
+requests/s over that of one client.
 """
 import argparse
 import http.client
@@ -50,10 +52,10 @@ def metrics(port):
     c.request("GET", "/metrics")
     text = c.getresponse().read().decode()
     c.close()
-    tokens = float(re.search(r"^vkf_serve_output_tokens_total (\S+)", text, re.M).group(1))
-    batches = {int(k): float(v) for k, v in
-               re.findall(r'^vkf_serve_batches_total\{lines="(\d+)"\} (\S+)', text, re.M)}
-    return tokens, batches
+    def counter(name):
+        return float(re.search(r"^%s (\S+)" % name, text, re.M).group(1))
+    return {name: counter("vkf_serve_" + name + "_total")
+            for name in ("output_tokens", "decoder_steps", "step_lines", "joined_lines")}
 
 
 def percentile(values, p):
@@ -145,21 +147,21 @@ def main():
             levels = []
             for clients in concurrency:
                 count = max(args.min_requests, clients * args.requests_per_client)
-                tokens0, batches0 = metrics(port)
+                before = metrics(port)
                 seconds, lat, errors = run_level(port, sentences, clients, count)
-                tokens1, batches1 = metrics(port)
-                n_batches = sum(batches1.values()) - sum(batches0.values())
-                lines = sum(k * v for k, v in batches1.items()) - \
-                    sum(k * v for k, v in batches0.items())
+                after = metrics(port)
+                delta = {k: after[k] - before[k] for k in after}
                 level = {
                     "clients": clients, "requests": count, "errors": len(errors),
                     "seconds": round(seconds, 3), "requests_per_s": round(count / seconds, 2),
-                    "tokens_per_s": round((tokens1 - tokens0) / seconds, 1),
+                    "tokens_per_s": round(delta["output_tokens"] / seconds, 1),
                     "p50_ms": round(1e3 * percentile(lat, 50), 1),
                     "p90_ms": round(1e3 * percentile(lat, 90), 1),
                     "p99_ms": round(1e3 * percentile(lat, 99), 1),
                     "max_ms": round(1e3 * max(lat), 1),
-                    "mean_batch_lines": round(lines / n_batches, 2) if n_batches else 0,
+                    "mean_step_lines": round(delta["step_lines"] / delta["decoder_steps"], 2)
+                    if delta["decoder_steps"] else 0,
+                    "joined_lines": int(delta["joined_lines"]),
                 }
                 levels.append(level)
                 print(json.dumps(level), file=sys.stderr, flush=True)

@@ -54,7 +54,16 @@ std::string Metrics::render(const ServiceStats& s, bool healthy) const {
   o += "# HELP vkf_serve_running_lines Lines in the decoding batch.\n";
   o += "# TYPE vkf_serve_running_lines gauge\n";
   o += "vkf_serve_running_lines " + std::to_string(s.running_lines) + "\n";
-  o += "# HELP vkf_serve_batches_total Batches decoded, by their number of lines.\n";
+  o += "# HELP vkf_serve_joined_lines_total Lines that joined a batch already decoding.\n";
+  o += "# TYPE vkf_serve_joined_lines_total counter\n";
+  o += "vkf_serve_joined_lines_total " + std::to_string(s.counts.joined_lines) + "\n";
+  o += "# HELP vkf_serve_decoder_steps_total Decoder steps run.\n";
+  o += "# TYPE vkf_serve_decoder_steps_total counter\n";
+  o += "vkf_serve_decoder_steps_total " + std::to_string(s.counts.decoder_steps) + "\n";
+  o += "# HELP vkf_serve_step_lines_total Lines decoding, summed over the decoder steps.\n";
+  o += "# TYPE vkf_serve_step_lines_total counter\n";
+  o += "vkf_serve_step_lines_total " + std::to_string(s.counts.step_lines) + "\n";
+  o += "# HELP vkf_serve_batches_total Batches decoded, by the number of lines they opened with.\n";
   o += "# TYPE vkf_serve_batches_total counter\n";
   for (const auto& [size, n] : s.batch_sizes)
     o += "vkf_serve_batches_total{lines=\"" + std::to_string(size) + "\"} " + std::to_string(n) +

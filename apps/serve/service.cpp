@@ -103,6 +103,10 @@ void TranslationService::do_reload(Reload& r) {
     // Loaded beside the old model, so a checkpoint that fails leaves it serving.
     auto fresh = std::make_unique<Translator>(device_, r.path, options_.translator);
     token_base_ += session_->output_tokens();  // the new translator counts from 0
+    const BatchSession::Counts c = session_->counts();
+    counts_base_.joined_lines += c.joined_lines;
+    counts_base_.decoder_steps += c.decoder_steps;
+    counts_base_.step_lines += c.step_lines;
     session_.reset();
     translator_ = std::move(fresh);
     session_.emplace(translator_->open_session());
@@ -225,6 +229,10 @@ void TranslationService::run() {
       stats_.output_tokens = token_base_ + session_->output_tokens();
       stats_.waiting_lines = session_->waiting_lines();
       stats_.running_lines = session_->running_lines();
+      const BatchSession::Counts c = session_->counts();
+      stats_.counts = {counts_base_.joined_lines + c.joined_lines,
+                       counts_base_.decoder_steps + c.decoder_steps,
+                       counts_base_.step_lines + c.step_lines};
       for (uint32_t n : session_->take_batch_sizes()) ++stats_.batch_sizes[n];
     } catch (const std::exception& e) {
       // A lost device or a failed allocation: every open request gets the error.

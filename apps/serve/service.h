@@ -2,9 +2,10 @@
 // The translation side of `vkf serve`: one worker thread owns the model and its BatchSession
 // (model/api/translator.h) and drives it step by step; HTTP threads submit requests and wait on
 // their tickets. Between steps the worker takes the new requests into the session and drops the
-// cancelled ones, so a request joins the next batch that starts. A reload loads the new
-// checkpoint once the requests already in the session have finished (new ones wait meanwhile,
-// none is dropped); a checkpoint that fails to load is refused and the old model keeps serving.
+// cancelled ones; the session lets a request's lines join the running batch as slots free up. A
+// reload loads the new checkpoint once the requests already in the session have finished (new ones
+// wait meanwhile, none is dropped); a checkpoint that fails to load is refused and the old model
+// keeps serving.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -49,7 +50,8 @@ struct ServiceStats {
   uint32_t running_lines = 0;
   uint64_t output_tokens = 0;
   double busy_seconds = 0;                   // time the worker spent stepping
-  std::map<uint32_t, uint64_t> batch_sizes;  // lines in a batch -> batches
+  std::map<uint32_t, uint64_t> batch_sizes;  // lines a batch opened with -> batches
+  BatchSession::Counts counts;               // joined lines, decoder steps and their lines
   uint64_t reloads_ok = 0, reloads_failed = 0;
 };
 
@@ -90,7 +92,9 @@ class TranslationService {
   std::unique_ptr<Translator> translator_;
   std::optional<BatchSession> session_;
   std::map<BatchSession::Id, std::shared_ptr<Ticket>> open_;  // worker thread only
-  uint64_t token_base_ = 0;  // output tokens of the models reloaded away (worker thread only)
+  // Output tokens and counts of the sessions reloaded away (worker thread only).
+  uint64_t token_base_ = 0;
+  BatchSession::Counts counts_base_;
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;       // the worker waits for work

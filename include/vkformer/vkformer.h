@@ -88,9 +88,10 @@ vkf_status vkf_translate(vkf_translator translator, const char* const* lines, si
 void vkf_translations_free(char** translations, size_t count);
 void vkf_translator_free(vkf_translator translator);
 
-/* Batching across requests (a service's): lines submitted at any time are decoded together. Each
- * batch is formed from the waiting lines, oldest first, when the one before it ends; a line's
- * translation equals vkf_translate's up to the rounding another batch shape can move. One
+/* Batching across requests (a service's): lines submitted at any time are decoded together.
+ * Waiting lines join the running batch, oldest first, as its lines finish and free their slots
+ * (in-flight batching); a line's translation equals vkf_translate's up to the rounding another
+ * batch shape can move. One
  * session per translator at a time (no vkf_translate meanwhile); free it before the translator.
  * Not thread-safe: one thread drives it (vkf_session_step) and submits. */
 typedef struct vkf_session_s* vkf_session;
@@ -98,10 +99,11 @@ vkf_status vkf_session_open(vkf_translator translator, vkf_session* out);
 /* Queues `count` lines as one request; *id (never 0) names it in vkf_session_take. */
 vkf_status vkf_session_submit(vkf_session session, const char* const* lines, size_t count,
                               uint64_t* id);
-/* Drops an unfinished request: its lines leave the queue, running ones are discarded at their
- * batch's end. VKF_ERROR_INVALID_ARGUMENT for an unknown or finished id. */
+/* Drops an unfinished request: its lines leave the queue and free their slots in the running
+ * batch. VKF_ERROR_INVALID_ARGUMENT for an unknown or finished id. */
 vkf_status vkf_session_cancel(vkf_session session, uint64_t id);
-/* Runs one unit of device work (a batch's encoder pass or one decoder step). *busy is set to 0
+/* Runs one unit of device work (an encoder pass for a new batch or for lines joining the running
+ * one, or one decoder step). *busy is set to 0
  * when there was nothing to do (no line waiting or running), else 1. */
 vkf_status vkf_session_step(vkf_session session, int* busy);
 /* The next finished request, if any: *id (0 when none), and *out an array of *count

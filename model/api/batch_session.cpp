@@ -69,6 +69,10 @@ uint32_t BatchSession::running_lines() const {
 std::vector<uint32_t> BatchSession::take_batch_sizes() {
   return impl_->session.take_batch_sizes();
 }
+BatchSession::Counts BatchSession::counts() const {
+  const auto& c = impl_->session.counts();
+  return {c.joined, c.decoder_steps, c.step_sentences};
+}
 uint64_t BatchSession::output_tokens() const {
   return impl_->translator.stats().output_tokens;
 }

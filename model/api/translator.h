@@ -77,12 +77,13 @@ class TranslationSteps {
 // Sentences of many requests decoded together, for a service or any host that translates for
 // many clients: submit() queues a request's lines, step() runs one unit of device work (a
 // batch's encoder pass or one decoder step), take_finished() hands back the requests whose lines
-// are all translated. Each batch is formed from the waiting lines, oldest first, when the one
-// before it ends; cancel() drops a request (its waiting lines at once, its running ones when
-// their batch ends; a batch with only cancelled lines stops at the next step). Each line's
-// translation equals Translator::translate's up to the rounding that another batch shape can
-// move (model/decode/batching_session.h says why lines cannot join a batch mid-decoding). One
-// session or job at a time per translator, not shared between threads; it must not outlive it.
+// are all translated. Waiting lines join the running batch, oldest first, at the step boundary
+// where a line before them finishes and frees its slot (in-flight batching); a line too long for
+// the running batch's shape waits for the next batch, and later lines do not pass it. cancel()
+// drops a request and frees its slots at once. Each line's translation equals
+// Translator::translate's up to the rounding that another batch shape can move
+// (model/decode/batching_session.h). One session or job at a time per translator, not shared
+// between threads; it must not outlive it.
 class BatchSession {
  public:
   using Id = uint64_t;
@@ -102,6 +103,14 @@ class BatchSession {
   uint32_t running_lines() const;
   // Lines in each batch started since the previous call.
   std::vector<uint32_t> take_batch_sizes();
+  // Running totals since the session opened: lines that joined a batch already decoding,
+  // decoder steps, and lines decoding summed over those steps (their mean batch).
+  struct Counts {
+    uint64_t joined_lines = 0;
+    uint64_t decoder_steps = 0;
+    uint64_t step_lines = 0;
+  };
+  Counts counts() const;
   // Output tokens (EOS included) of the best hypotheses so far, for throughput figures.
   uint64_t output_tokens() const;
 

@@ -44,94 +44,143 @@ BatchingSession::Id BatchingSession::submit(std::vector<std::vector<int32_t>> so
 
 bool BatchingSession::cancel(Id id) {
   auto it = requests_.find(id);
-  if (it == requests_.end() || it->second.cancelled) return false;
-  it->second.cancelled = true;
-  std::erase_if(waiting_, [id](const Slot& s) { return s.id == id; });
-  // Sentences in the running batch keep their rows until it ends (the request is erased then).
-  const bool running =
-      std::any_of(running_.begin(), running_.end(), [id](const Slot& s) { return s.id == id; });
-  if (!running) requests_.erase(it);
+  if (it == requests_.end()) return false;
+  std::erase_if(waiting_, [id](const Sentence& s) { return s.id == id; });
+  // Its running sentences' rows become padding: nothing reads them, and the next step's
+  // newcomers may take the slots.
+  for (auto& slot : slots_)
+    if (slot && slot->sentence.id == id) slot.reset();
+  requests_.erase(it);
   return true;
+}
+
+uint32_t BatchingSession::running_sentences() const {
+  return uint32_t(
+      std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return bool(s); }));
+}
+
+const std::vector<int32_t>& BatchingSession::source(const Sentence& s) const {
+  return requests_.at(s.id).sources[s.index];
 }
 
 void BatchingSession::start_batch() {
   const uint32_t cap = translator_->options().batch_size;
-  running_.clear();
-  while (!waiting_.empty() && running_.size() < cap) {
-    running_.push_back(waiting_.front());
+  std::vector<Sentence> first;
+  while (!waiting_.empty() && first.size() < cap) {
+    first.push_back(waiting_.front());
     waiting_.pop_front();
   }
-  // Rows a power of two (at most the batch size): a lone request does not pay for 32 rows, and
-  // few shapes are recorded.
-  const uint32_t rows = std::min(cap, std::bit_ceil(uint32_t(running_.size())));
-  std::vector<const std::vector<int32_t>*> src(running_.size());
-  for (size_t b = 0; b < running_.size(); ++b)
-    src[b] = &requests_.at(running_[b].id).sources[running_[b].sentence];
-  graph_ = &translator_->submit_batch(src, rows, max_out_);
-  search_.reset();
-  open_ = true;
-  batch_sizes_.push_back(uint32_t(running_.size()));
-  collect();
-}
-
-void BatchingSession::collect() {
+  // Slots a power of two (at most the batch size): a lone request does not pay for 32 rows, and
+  // few shapes are recorded; at least k_min_session_slots, so that others can join it.
+  const uint32_t n = uint32_t(first.size());
+  const uint32_t slots = std::min(cap, std::bit_ceil(std::max(n, k_min_session_slots)));
+  std::vector<const std::vector<int32_t>*> src(n);
+  for (uint32_t b = 0; b < n; ++b) src[b] = &source(first[b]);
+  std::vector<uint32_t> max_out;
+  graph_ = &translator_->submit_batch(src, slots, max_out, k_min_session_source);
   graph_->wait();
-  if (!search_)
-    search_ = translator_->make_search(*graph_, max_out_);
-  else
-    search_->advance(graph_->logp(), graph_->token());
-  if (search_->done()) finish_batch();
+  slots_.clear();
+  slots_.resize(slots);
+  for (uint32_t b = 0; b < n; ++b)
+    slots_[b] = Running{first[b], translator_->make_sentence_search(graph_->shape(), max_out[b])};
+  batch_sizes_.push_back(n);
 }
 
-void BatchingSession::finish_sentence(const Slot& slot, std::vector<Hypothesis> found) {
-  auto it = requests_.find(slot.id);
+bool BatchingSession::admit() {
+  const DecodeShape& shape = graph_->shape();
+  // More waiting than the free slots hold, in a batch narrower than the batch size: nobody
+  // joins, so that it drains and a wider one opens (a batch that newcomers keep full never
+  // ends, and would keep its width however many clients come).
+  const size_t free_slots = slots_.size() - running_sentences();
+  if (waiting_.size() > free_slots && slots_.size() < translator_->options().batch_size)
+    return false;
+  bool joined = false;
+  for (auto& slot : slots_) {
+    if (slot) continue;
+    if (waiting_.empty()) break;
+    const Sentence next = waiting_.front();
+    const uint32_t len = translator_->source_tokens(source(next));
+    const uint32_t max_out = translator_->max_output(len);
+    // The oldest that does not fit waits for the next batch, and no later one passes it.
+    if (len > shape.src_len || max_out > shape.max_out) break;
+    waiting_.pop_front();
+    slot = Running{next, translator_->make_sentence_search(shape, max_out)};
+    translator_->stats_.source_tokens += len;
+    ++counts_.joined;
+    joined = true;
+  }
+  if (!joined) return false;
+  std::vector<const std::vector<int32_t>*> src(slots_.size(), nullptr);
+  for (size_t b = 0; b < slots_.size(); ++b)
+    if (slots_[b]) src[b] = &source(slots_[b]->sentence);
+  translator_->submit_encode(*graph_, src);
+  graph_->wait();
+  return true;
+}
+
+void BatchingSession::decode_step() {
+  const DecodeShape& shape = graph_->shape();
+  const uint32_t K = shape.beam, R = shape.rows(), C = shape.candidates;
+  // Free slots' rows: an EOS at position 0, every step (their outputs are not read).
+  std::vector<int32_t> positions(R, 0), tokens(R, translator_->config_.eos_id), origin(R);
+  for (uint32_t r = 0; r < R; ++r) origin[r] = int32_t(r);
+  for (uint32_t b = 0; b < slots_.size(); ++b) {
+    if (!slots_[b]) continue;
+    const Search& s = *slots_[b]->search;
+    const uint32_t row0 = b * K;
+    for (uint32_t j = 0; j < K; ++j) {
+      positions[row0 + j] = int32_t(s.t());
+      tokens[row0 + j] = s.tokens()[j];
+      if (!s.origin().empty()) origin[row0 + j] = int32_t(row0) + s.origin()[j];
+    }
+  }
+  ++counts_.decoder_steps;
+  counts_.step_sentences += running_sentences();
+  graph_->submit_rows_step(positions, tokens, origin);
+  graph_->wait();
+  const auto logp = graph_->logp();
+  const auto token = graph_->token();
+  Translator& tr = *translator_;
+  for (uint32_t b = 0; b < slots_.size(); ++b) {
+    if (!slots_[b]) continue;
+    Search& s = *slots_[b]->search;
+    s.advance(logp.subspan(size_t{b} * K * C, size_t{K} * C),
+              token.subspan(size_t{b} * K * C, size_t{K} * C));
+    if (!s.done()) continue;
+    auto found = s.take_results();
+    if (!found[0].empty()) tr.stats_.output_tokens += found[0][0].length();
+    ++tr.stats_.sentences;
+    const Sentence done = slots_[b]->sentence;
+    slots_[b].reset();
+    finish_sentence(done, std::move(found[0]));
+  }
+}
+
+void BatchingSession::finish_sentence(const Sentence& s, std::vector<Hypothesis> found) {
+  auto it = requests_.find(s.id);
   if (it == requests_.end()) return;
   Request& r = it->second;
-  r.results[slot.sentence] = std::move(found);
-  if (--r.remaining == 0 && !r.cancelled) {
-    finished_.push_back({slot.id, std::move(r.results)});
+  r.results[s.index] = std::move(found);
+  if (--r.remaining == 0) {
+    finished_.push_back({s.id, std::move(r.results)});
     requests_.erase(it);
   }
 }
 
-void BatchingSession::finish_batch() {
-  auto found = search_->take_results();
-  Translator& tr = *translator_;
-  for (size_t b = 0; b < running_.size(); ++b) {
-    if (!found[b].empty()) tr.stats_.output_tokens += found[b][0].length();
-    finish_sentence(running_[b], std::move(found[b]));
-  }
-  tr.stats_.sentences += running_.size();
-  close_batch();
-}
-
 void BatchingSession::close_batch() {
-  // Cancelled requests whose last running sentences just left (cancel() took their waiting ones).
-  for (const Slot& s : running_) {
-    auto it = requests_.find(s.id);
-    if (it != requests_.end() && it->second.cancelled) requests_.erase(it);
-  }
-  running_.clear();
-  search_.reset();
-  open_ = false;
+  slots_.clear();
+  graph_ = nullptr;
 }
 
 bool BatchingSession::step() {
-  if (!open_) {
+  if (graph_ != nullptr && admit()) return true;  // the joiners' encoder pass
+  if (graph_ != nullptr && running_sentences() == 0) close_batch();
+  if (graph_ == nullptr) {
     if (waiting_.empty()) return false;
     start_batch();
     return true;
   }
-  const bool all_cancelled = std::all_of(running_.begin(), running_.end(), [&](const Slot& s) {
-    auto it = requests_.find(s.id);
-    return it == requests_.end() || it->second.cancelled;
-  });
-  if (all_cancelled) {  // nobody waits for this batch: stop it here
-    close_batch();
-    return true;
-  }
-  graph_->submit_step(search_->t(), search_->tokens(), search_->origin());
-  collect();
+  decode_step();
   return true;
 }
 

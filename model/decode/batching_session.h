@@ -1,24 +1,32 @@
 #pragma once
 // Sentences of many requests decoded together, for a service: requests arrive at any time and
-// their sentences wait in one queue; each batch is formed from the waiting sentences (oldest
-// first) when the batch before it ends, and decoded by the same encoder pass, search and graphs
-// as Translator::translate, so a sentence's hypotheses equal translate()'s up to the rounding
-// that a different batch shape may move (a kernel picked for other row counts). The host drives
-// it one unit (an encoder pass or a decoder step) at a time, as a TranslationJob.
+// their sentences wait in one queue. A batch is a recorded decoding shape with `batch` sentence
+// slots (each the beam's rows). The first waiting sentences open it; from then on, at every step
+// boundary, a slot that a finished or cancelled sentence left takes the oldest waiting sentence,
+// as in-flight batching does in LLM servers: the batch is encoded again with the newcomer in its
+// slot (the others' sources are the same, so their cross-attention K/V are too) and the
+// newcomer decodes from position 0 while its neighbours go on at theirs (the decoder step's
+// kernels take a position and a key length per row). A short request therefore waits for a
+// free slot, not for the batch to end.
 //
-// What it does not do: a sentence cannot join a batch whose decoding has started. The decoder
-// steps all rows at one position t (one recorded graph per shape, positions shared by the rows),
-// so a newcomer at position 0 would need per-row positions in the step's kernels. A request that
-// arrives mid-batch therefore waits for the running batch to end (at most its longest
-// sentence's output length in steps), then joins the next one.
+// A sentence joins only where it fits the running shape: its source within the shape's padded
+// length and its output limit within its positions. When the oldest waiting sentence does not
+// fit, no later one passes it: the batch drains, ends, and the next opens with it (at most the
+// running sentences' remaining output length in steps). Batches open with at least
+// k_min_session_slots slots (up to the batch size) and sources of k_min_session_source tokens, so
+// a lone request leaves room for most newcomers. A batch narrower than the batch size with more
+// sentences waiting than free slots takes none: it drains, and a wider batch opens with them (a
+// batch kept full by newcomers would otherwise never end, nor widen as clients come).
 //
-// A cancelled request leaves the queue at once; if it has sentences in the running batch, they
-// are discarded when it ends, and a batch whose sentences are all cancelled stops at the next
-// step boundary, freeing the device for the waiting ones.
+// Each sentence runs its own search (greedy or beam) over its slot's rows; its hypotheses equal
+// Translator::translate's up to the rounding that another batch shape may move (a kernel picked
+// for other row counts or source lengths). A cancelled request leaves the queue and frees its
+// slots at once.
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "model/decode/search.h"
@@ -27,6 +35,14 @@ namespace vkf::model::decode {
 
 class Translator;
 class DecodeGraph;
+
+// Slots a session's batch opens with at least (at most the batch size): room for requests that
+// arrive while a lone one decodes, at little cost (a slot's rows are a few more matmul rows).
+constexpr uint32_t k_min_session_slots = 4;
+// Padded source length (tokens, EOS included) a session's batch opens with at least, up to the
+// model's max_len: most sentences are shorter, so most newcomers fit the running batch. Padding
+// costs the encoder pass (the attention stops at each source's length).
+constexpr uint32_t k_min_session_source = 64;
 
 class BatchingSession {
  public:
@@ -46,50 +62,60 @@ class BatchingSession {
   // once (an empty result). Returns the request's id (never 0).
   Id submit(std::vector<std::vector<int32_t>> sources);
   // Drops a request that has not finished: its waiting sentences leave the queue, its running
-  // ones are discarded. False when the id is unknown or already finished.
+  // ones free their slots (for the next step's newcomers). False when the id is unknown or
+  // already finished.
   bool cancel(Id id);
 
-  // Runs the next unit to its end (blocking): the next batch's encoder pass when none is open,
-  // else a decoder step. Returns false when there was nothing to do.
+  // Runs the next unit to its end (blocking): an encoder pass when a batch opens or sentences
+  // join it, else a decoder step of the open batch. Returns false when there was nothing to do.
   bool step();
-  bool idle() const { return !open_ && waiting_.empty(); }
+  bool idle() const { return waiting_.empty() && running_sentences() == 0; }
   // Requests finished since the previous call, in the order they finished.
   std::vector<Finished> take_finished();
 
   size_t waiting_sentences() const { return waiting_.size(); }
-  uint32_t running_sentences() const { return uint32_t(running_.size()); }
+  uint32_t running_sentences() const;
   size_t open_requests() const { return requests_.size(); }
   // Sentences in each batch started since the previous call.
   std::vector<uint32_t> take_batch_sizes();
+  // Running totals since the session opened.
+  struct Counts {
+    uint64_t joined = 0;          // sentences that joined a batch already decoding
+    uint64_t decoder_steps = 0;   // decoder steps run
+    uint64_t step_sentences = 0;  // sentences decoding, summed over those steps
+  };
+  const Counts& counts() const { return counts_; }
 
  private:
   struct Request {
     std::vector<std::vector<int32_t>> sources;
     std::vector<std::vector<Hypothesis>> results;
     size_t remaining = 0;
-    bool cancelled = false;
   };
-  struct Slot {
+  struct Sentence {
     Id id;
-    size_t sentence;
+    size_t index;  // in its request
   };
+  struct Running {  // a slot's sentence and its search over the slot's rows
+    Sentence sentence;
+    std::unique_ptr<Search> search;
+  };
+  const std::vector<int32_t>& source(const Sentence& s) const;
   void start_batch();
-  void collect();
-  void finish_batch();
+  bool admit();  // fills free slots from the queue; true when it encoded
+  void decode_step();
   void close_batch();
-  void finish_sentence(const Slot& slot, std::vector<Hypothesis> found);
+  void finish_sentence(const Sentence& s, std::vector<Hypothesis> found);
 
   Translator* translator_;
   std::map<Id, Request> requests_;
-  std::deque<Slot> waiting_;
-  std::vector<Slot> running_;
+  std::deque<Sentence> waiting_;
+  std::vector<std::optional<Running>> slots_;  // of the open batch
   std::vector<Finished> finished_;
   std::vector<uint32_t> batch_sizes_;
   Id next_id_ = 1;
-  DecodeGraph* graph_ = nullptr;
-  std::unique_ptr<Search> search_;
-  std::vector<uint32_t> max_out_;
-  bool open_ = false;
+  Counts counts_;
+  DecodeGraph* graph_ = nullptr;  // the open batch's; null when none is open
 };
 
 }  // namespace vkf::model::decode

@@ -1,5 +1,6 @@
 #include "model/decode/graph.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -69,35 +70,49 @@ void DecodeGraph::submit_encode(std::span<const int32_t> src, std::span<const in
 
 void DecodeGraph::submit_step(uint32_t t, std::span<const int32_t> tokens,
                               std::span<const int32_t> origin) {
+  if (t != next_t_) throw Error("DecodeGraph::step: expected position " + std::to_string(next_t_));
+  std::vector<int32_t> positions(shape().rows(), int32_t(t));
+  submit_rows_step(positions, tokens, origin);
+  next_t_ = t + 1;
+}
+
+void DecodeGraph::submit_rows_step(std::span<const int32_t> positions,
+                                   std::span<const int32_t> tokens,
+                                   std::span<const int32_t> origin) {
   const DecodeShape& s = shape();
   const uint32_t R = s.rows();
-  if (t != next_t_) throw Error("DecodeGraph::step: expected position " + std::to_string(next_t_));
-  if (t >= s.max_out)
-    throw Error("DecodeGraph::step: position " + std::to_string(t) + " beyond max_out " +
-                std::to_string(s.max_out));
-  if (tokens.size() != R || (!origin.empty() && origin.size() != R))
+  if (positions.size() != R || tokens.size() != R || (!origin.empty() && origin.size() != R))
     throw Error("DecodeGraph::step: expected " + std::to_string(R) + " rows");
+  int32_t filled = 0;  // the most positions any row has cached
+  for (int32_t t : positions) {
+    if (t < 0 || uint32_t(t) >= s.max_out)
+      throw Error("DecodeGraph::step: position " + std::to_string(t) + " not in 0.." +
+                  std::to_string(s.max_out - 1) + " (max_out " + std::to_string(s.max_out) + ")");
+    filled = std::max(filled, t);
+  }
+  for (int32_t o : origin)
+    if (o < 0 || uint32_t(o) >= R)
+      throw Error("DecodeGraph::step: origin row " + std::to_string(o) + " not in 0.." +
+                  std::to_string(R - 1));
   bool reorder = false;
   for (uint32_t r = 0; r < origin.size(); ++r) reorder |= origin[r] != int32_t(r);
   wait();  // the inputs below are read by the submission in flight
   put(state_.tokens(), tokens);
-  auto* pos = reinterpret_cast<int32_t*>(state_.positions().mapped);
+  put(state_.positions(), positions);
   auto* len = reinterpret_cast<int32_t*>(state_.self_len().mapped);
-  for (uint32_t r = 0; r < R; ++r) {
-    pos[r] = int32_t(t);
-    len[r] = int32_t(t + 1);
-  }
+  for (uint32_t r = 0; r < R; ++r) len[r] = positions[r] + 1;
   int to = current_;
-  if (reorder && t > 0) {
+  // Rows copy their first `filled` cached positions from their origin row; a row at a lower
+  // position copies some it never reads (its key length stops before them).
+  if (reorder && filled > 0) {
     put(state_.origin(), origin);
-    *reinterpret_cast<int32_t*>(state_.filled().mapped) = int32_t(t);
+    *reinterpret_cast<int32_t*>(state_.filled().mapped) = filled;
     to = 1 - current_;
   }
   last_step_ = &step_sequence(current_, to);
   last_step_->submit();
   in_flight_ = last_ = last_step_;
   current_ = to;
-  next_t_ = t + 1;
 }
 
 std::vector<KernelTiming> DecodeGraph::last_step_timings() const {

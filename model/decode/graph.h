@@ -25,7 +25,9 @@ class DecodeGraph {
   const DecodeShape& shape() const { return state_.shape(); }
 
   // src: [batch, src_len] ids (pieces + EOS, padded); src_len: [batch] non-pad lengths (>= 1).
-  // Runs the encoder and the cross-attention K/V; the next step must be t = 0.
+  // Runs the encoder and the cross-attention K/V; the next step must be t = 0. Only the
+  // cross-attention K/V outlive it: encoding a batch again with new sentences in some of its
+  // slots leaves the others' values (the same sources give the same bits) and their caches.
   void encode(std::span<const int32_t> src, std::span<const int32_t> src_len) {
     submit_encode(src, src_len);
     wait();
@@ -45,6 +47,12 @@ class DecodeGraph {
   void submit_encode(std::span<const int32_t> src, std::span<const int32_t> src_len);
   void submit_step(uint32_t t, std::span<const int32_t> tokens,
                    std::span<const int32_t> origin = {});
+  // A step whose rows are at positions of their own (positions[r] < max_out): a service's
+  // sentences join a running batch at different times (model/decode/batching_session.h). The
+  // kernels take a position and a key length per row already; origin as for submit_step. The
+  // scalar steps' order (t = 0, 1, ...) is not checked here.
+  void submit_rows_step(std::span<const int32_t> positions, std::span<const int32_t> tokens,
+                        std::span<const int32_t> origin = {});
   bool ready() const { return in_flight_ == nullptr || in_flight_->ready(); }
   void wait();
   // GPU time of the last finished submission (timed or profiling graphs; else 0).

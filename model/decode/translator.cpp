@@ -67,23 +67,30 @@ DecodeGraph& Translator::graph(const DecodeShape& shape) {
   return *cached.graph;
 }
 
+uint32_t Translator::source_tokens(const std::vector<int32_t>& pieces) const {
+  return std::min<uint32_t>(uint32_t(pieces.size()), uint32_t(config_.max_len) - 1) + 1;
+}
+
 DecodeGraph& Translator::submit_batch(std::span<const std::vector<int32_t>* const> rows,
-                                      uint32_t batch, std::vector<uint32_t>& max_out) {
+                                      uint32_t batch, std::vector<uint32_t>& max_out,
+                                      uint32_t min_src_len) {
   const uint32_t max_len = uint32_t(config_.max_len);
   const uint32_t n = uint32_t(rows.size());
   if (n == 0 || n > batch)
     throw Error("translate: a batch of " + std::to_string(n) + " in " + std::to_string(batch) +
                 " rows");
-  auto src_tokens = [&](uint32_t b) {
-    return std::min<uint32_t>(uint32_t(rows[b]->size()), max_len - 1) + 1;  // + EOS
-  };
   uint32_t longest = 0, longest_out = 0;
   max_out.assign(n, 0);
   for (uint32_t b = 0; b < n; ++b) {
-    const uint32_t len = src_tokens(b);
+    const uint32_t len = source_tokens(*rows[b]);
     longest = std::max(longest, len);
     max_out[b] = max_output(len);
     longest_out = std::max(longest_out, max_out[b]);
+    stats_.source_tokens += len;
+  }
+  if (min_src_len > 0) {
+    longest = std::max(longest, std::min(min_src_len, max_len));
+    longest_out = std::max(longest_out, max_output(longest));
   }
   DecodeShape shape;
   shape.batch = batch;
@@ -92,22 +99,44 @@ DecodeGraph& Translator::submit_batch(std::span<const std::vector<int32_t>* cons
   shape.max_out = round_up(longest_out, k_length_bucket, max_len);
   shape.candidates = DecodeShape::candidates_for(shape.beam, uint32_t(config_.vocab_size));
   DecodeGraph& g = graph(shape);
+  std::vector<const std::vector<int32_t>*> slots(rows.begin(), rows.end());
+  slots.resize(batch, nullptr);
+  submit_encode(g, slots);
+  return g;
+}
 
-  std::vector<int32_t> src(size_t{batch} * shape.src_len, config_.pad_id), lens(batch, 1);
-  for (uint32_t b = 0; b < batch; ++b) {
+void Translator::submit_encode(DecodeGraph& g, std::span<const std::vector<int32_t>* const> slots) {
+  const DecodeShape& shape = g.shape();
+  if (slots.size() != shape.batch)
+    throw Error("translate: " + std::to_string(slots.size()) + " slots for a batch of " +
+                std::to_string(shape.batch));
+  std::vector<int32_t> src(size_t{shape.batch} * shape.src_len, config_.pad_id);
+  std::vector<int32_t> lens(shape.batch, 1);
+  for (uint32_t b = 0; b < shape.batch; ++b) {
     int32_t* row = src.data() + size_t{b} * shape.src_len;
-    if (b >= n) {  // padding sentence: EOS only, not searched
+    if (slots[b] == nullptr) {  // padding sentence: EOS only, not searched
       row[0] = config_.eos_id;
       continue;
     }
-    const uint32_t len = src_tokens(b);
-    std::copy_n(rows[b]->begin(), len - 1, row);
+    const uint32_t len = source_tokens(*slots[b]);
+    if (len > shape.src_len)
+      throw Error("translate: a source of " + std::to_string(len) + " tokens in a batch of " +
+                  std::to_string(shape.src_len));
+    std::copy_n(slots[b]->begin(), len - 1, row);
     row[len - 1] = config_.eos_id;
     lens[b] = int32_t(len);
-    stats_.source_tokens += len;
   }
   g.submit_encode(src, lens);
-  return g;
+}
+
+std::unique_ptr<Search> Translator::make_sentence_search(const DecodeShape& shape,
+                                                         uint32_t max_out) const {
+  DecodeShape one = shape;
+  one.batch = 1;
+  const uint32_t lengths[] = {max_out};
+  return options_.beam == 1
+             ? make_greedy_search(one, config_, lengths, options_.alpha)
+             : make_beam_search(one, config_, lengths, {options_.alpha, options_.nbest});
 }
 
 std::unique_ptr<Search> Translator::make_search(const DecodeGraph& graph,

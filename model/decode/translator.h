@@ -79,11 +79,20 @@ class Translator {
   // sentence b's pieces (at most `batch` rows; the rest are padding). Sets `max_out` per row
   // and returns the graph. TranslationJob and BatchingSession share it, so a sentence meets
   // the same shapes and lengths in both.
+  // min_src_len: a padded source length the shape has at least (and the output positions any
+  // source that long may use), so that sentences up to that long can join it later.
   DecodeGraph& submit_batch(std::span<const std::vector<int32_t>* const> rows, uint32_t batch,
-                            std::vector<uint32_t>& max_out);
+                            std::vector<uint32_t>& max_out, uint32_t min_src_len = 0);
+  // Encodes `slots` (one per sentence of the graph's shape; nullptr: a padding slot) into the
+  // graph: a BatchingSession's sentences that join its running batch, beside those decoding.
+  void submit_encode(DecodeGraph& graph, std::span<const std::vector<int32_t>* const> slots);
+  // Source tokens of `pieces` as a batch holds them: cut to max_len - 1, then EOS.
+  uint32_t source_tokens(const std::vector<int32_t>& pieces) const;
   // The search over the graph's encoded batch (greedy for beam 1).
   std::unique_ptr<Search> make_search(const DecodeGraph& graph,
                                       std::span<const uint32_t> max_out) const;
+  // The search of one sentence of a batch of `shape` (its beam's rows), at most max_out long.
+  std::unique_ptr<Search> make_sentence_search(const DecodeShape& shape, uint32_t max_out) const;
 
   Device& dev_;
   const DeviceWeights& params_;

@@ -264,8 +264,13 @@ def case_load(vkf, model, work):
         # Memory flat: the second half of the load adds no more than a few MiB.
         check(rss_end < rss_half * 1.1 + 8, "memory flat under load: %.0f MiB after half, %.0f "
               "MiB at the end" % (rss_half, rss_end))
-        batches = s.metric('vkf_serve_batches_total{lines="32"}') or 0
-        check(batches > 0, "full batches of 32 lines ran (%d)" % batches)
+        # In-flight batching: lines joined running batches, and a decoder step ran many lines.
+        joined = s.metric("vkf_serve_joined_lines_total") or 0
+        steps = s.metric("vkf_serve_decoder_steps_total") or 0
+        step_lines = s.metric("vkf_serve_step_lines_total") or 0
+        check(joined > 0, "lines joined running batches (%d)" % joined)
+        check(steps > 0 and step_lines / steps > 4, "lines a decoder step, on average: %.1f" %
+              (step_lines / steps if steps else 0))
     finally:
         rc = s.stop()
     check(rc == 0, "SIGTERM: exit status %d" % rc)

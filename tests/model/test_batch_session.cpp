@@ -1,7 +1,7 @@
 // vkf::BatchSession (model/api/translator.h over model/decode/batching_session.h): requests that
-// arrive while others decode are batched with the waiting ones and get what Translator::translate
-// gives for the same lines, greedy and beam; a cancelled request frees its rows; the C API's
-// session does the same.
+// arrive while others decode join the running batch as its lines finish, and get what
+// Translator::translate gives for the same lines, greedy and beam; a cancelled request frees its
+// slots at once; the C API's session does the same.
 #include <map>
 
 #include "model/api/translator.h"
@@ -50,15 +50,19 @@ VKF_TEST_CASE("a batch session translates requests that arrive mid-decoding as t
     REQUIRE(s.step());                  // the first batch's encoder pass
     CHECK(s.running_lines() == 4);
     s.step();
-    const auto b = s.submit({all.begin() + 5, all.begin() + 7});  // waits for the next batch
+    const auto b = s.submit({all.begin() + 5, all.begin() + 7});  // joins as slots free up
     const auto c = s.submit({});                                  // nothing to translate
     const auto d = s.submit({all.begin() + 7, all.end()});
     CHECK(s.waiting_lines() > 0);
     run_to_idle(s, got);
     CHECK(s.idle());
     CHECK_FALSE(s.step());
+    // The 9 lines in slots of 4: at least 5 joined the first batch mid-decoding, unless a line
+    // too long for its shape held them for a second one.
     const auto sizes = s.take_batch_sizes();
-    CHECK(sizes.size() >= 3);
+    CHECK(sizes.size() >= 1);
+    CHECK(s.counts().joined_lines + 4 * sizes.size() >= 9 - 1);
+    CHECK(s.counts().joined_lines > 0);
     CHECK(s.output_tokens() > 0);
     REQUIRE(got.count(a) == 1);
     REQUIRE(got.count(b) == 1);
@@ -67,6 +71,37 @@ VKF_TEST_CASE("a batch session translates requests that arrive mid-decoding as t
     std::vector<std::string> joined;
     for (auto id : {a, b, d}) joined.insert(joined.end(), got[id].begin(), got[id].end());
     CHECK(joined == want);
+  }
+}
+
+VKF_TEST_CASE("a request that arrives mid-decoding joins the running batch at the next step",
+              "[api][session]") {
+  Device& dev = test::device();
+  const auto& tm = test::tiny_model();
+  std::vector<std::string> lines;
+  for (const auto& x : tm.sentences)
+    if (!x.empty()) lines.push_back(x);
+  REQUIRE(lines.size() >= 2);
+  for (uint32_t beam : {1u, 2u}) {
+    Translator tr(dev, tm.dir.string(), {.beam = beam, .max_len_b = 10, .batch_size = 8});
+    const auto want_first = best(tr.translate({lines[0]}));
+    const auto want_second = best(tr.translate({lines[1]}));
+    BatchSession s = tr.open_session();
+    const auto first = s.submit({lines[0]});
+    REQUIRE(s.step());  // a batch of 4 slots opens for the lone line
+    REQUIRE(s.step());  // its first decoder step
+    CHECK(s.running_lines() == 1);
+    const auto second = s.submit({lines[1]});
+    CHECK(s.waiting_lines() == 1);
+    REQUIRE(s.step());  // the newcomer's encoder pass, in the running batch
+    CHECK(s.waiting_lines() == 0);
+    CHECK(s.running_lines() + s.take_finished().size() == 2);
+    CHECK(s.counts().joined_lines == 1);
+    std::map<BatchSession::Id, std::vector<std::string>> got;
+    run_to_idle(s, got);
+    CHECK(s.take_batch_sizes() == std::vector<uint32_t>{1});  // one batch, opened with 1 line
+    CHECK(got[first] == want_first);
+    CHECK(got[second] == want_second);
   }
 }
 
@@ -89,10 +124,10 @@ VKF_TEST_CASE("a cancelled request leaves the batch session, the others are answ
   CHECK(s.cancel(doomed));
   CHECK_FALSE(s.cancel(doomed));
   CHECK(s.waiting_lines() == 1);  // its waiting lines left at once
-  // Its running batch holds only cancelled lines: it stops at the next step, and the kept
-  // request's batch starts.
+  CHECK(s.running_lines() == 0);  // and its running ones their slots
+  // The kept request takes a freed slot of the running batch at the next step.
   REQUIRE(s.step());
-  CHECK(s.running_lines() == 0);
+  CHECK(s.running_lines() + s.waiting_lines() == 1);
   std::map<BatchSession::Id, std::vector<std::string>> got;
   run_to_idle(s, got);
   CHECK(got.count(doomed) == 0);
