@@ -25,8 +25,11 @@ struct TranslatorOptions {
   int max_len_b = 50;        // capped by the model's positions
   uint32_t nbest = 1;        // hypotheses per sentence, <= beam
   uint32_t batch_size = 32;  // sentences decoded at once (each takes `beam` rows)
-  std::string vocab;         // SentencePiece model; "" = the one the checkpoint names, beside it
-  bool timed = false;        // GPU timestamps per step, for TranslationSteps' reports
+  // A BatchSession's batches open with at least this many slots (0: 4 on a GPU, 1 on a CPU
+  // device), so that lines arriving while few decode can join them.
+  uint32_t session_min_slots = 0;
+  std::string vocab;   // SentencePiece model; "" = the one the checkpoint names, beside it
+  bool timed = false;  // GPU timestamps per step, for TranslationSteps' reports
   // fp16: the weights on the device in fp16 (half the memory) and fp16 activations, with fp32
   // arithmetic; automatic: fp16 on a GPU with 16-bit storage, fp32 on CPU devices.
   model::PrecisionChoice precision = model::PrecisionChoice::automatic;

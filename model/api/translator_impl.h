@@ -17,6 +17,7 @@ inline model::decode::TranslateOptions decode_options(const TranslatorOptions& o
   d.max_len_b = o.max_len_b;
   d.nbest = o.nbest;
   d.batch_size = o.batch_size;
+  d.session_min_slots = o.session_min_slots;
   d.timed = o.timed;
   return d;
 }

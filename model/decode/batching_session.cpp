@@ -71,9 +71,11 @@ void BatchingSession::start_batch() {
     waiting_.pop_front();
   }
   // Slots a power of two (at most the batch size): a lone request does not pay for 32 rows, and
-  // few shapes are recorded; at least k_min_session_slots, so that others can join it.
+  // few shapes are recorded; at least the minimum, so that others can join it.
   const uint32_t n = uint32_t(first.size());
-  const uint32_t slots = std::min(cap, std::bit_ceil(std::max(n, k_min_session_slots)));
+  uint32_t min_slots = translator_->options().session_min_slots;
+  if (min_slots == 0) min_slots = translator_->dev_.info().is_cpu() ? 1 : 4;
+  const uint32_t slots = std::min(cap, std::bit_ceil(std::max(n, min_slots)));
   std::vector<const std::vector<int32_t>*> src(n);
   for (uint32_t b = 0; b < n; ++b) src[b] = &source(first[b]);
   std::vector<uint32_t> max_out;
@@ -95,27 +97,23 @@ bool BatchingSession::admit() {
   if (waiting_.size() > free_slots && slots_.size() < translator_->options().batch_size)
     return false;
   bool joined = false;
-  for (auto& slot : slots_) {
-    if (slot) continue;
-    if (waiting_.empty()) break;
+  for (uint32_t b = 0; b < slots_.size() && !waiting_.empty(); ++b) {
+    if (slots_[b]) continue;
     const Sentence next = waiting_.front();
     const uint32_t len = translator_->source_tokens(source(next));
     const uint32_t max_out = translator_->max_output(len);
     // The oldest that does not fit waits for the next batch, and no later one passes it.
     if (len > shape.src_len || max_out > shape.max_out) break;
     waiting_.pop_front();
-    slot = Running{next, translator_->make_sentence_search(shape, max_out)};
+    slots_[b] = Running{next, translator_->make_sentence_search(shape, max_out)};
+    // One sentence's encoder pass into its slot (submissions of one graph run in order).
+    translator_->submit_encode_slot(*graph_, b, source(next));
     translator_->stats_.source_tokens += len;
     ++counts_.joined;
     joined = true;
   }
-  if (!joined) return false;
-  std::vector<const std::vector<int32_t>*> src(slots_.size(), nullptr);
-  for (size_t b = 0; b < slots_.size(); ++b)
-    if (slots_[b]) src[b] = &source(slots_[b]->sentence);
-  translator_->submit_encode(*graph_, src);
-  graph_->wait();
-  return true;
+  if (joined) graph_->wait();
+  return joined;
 }
 
 void BatchingSession::decode_step() {

@@ -13,10 +13,10 @@
 // length and its output limit within its positions. When the oldest waiting sentence does not
 // fit, no later one passes it: the batch drains, ends, and the next opens with it (at most the
 // running sentences' remaining output length in steps). Batches open with at least
-// k_min_session_slots slots (up to the batch size) and sources of k_min_session_source tokens, so
-// a lone request leaves room for most newcomers. A batch narrower than the batch size with more
-// sentences waiting than free slots takes none: it drains, and a wider batch opens with them (a
-// batch kept full by newcomers would otherwise never end, nor widen as clients come).
+// TranslateOptions::session_min_slots slots (4 on a GPU) and sources of k_min_session_source
+// tokens, so that a lone request leaves room for most newcomers. A batch narrower than the batch
+// size with more sentences waiting than free slots takes none: it drains, and a wider batch opens
+// with them (a batch kept full by newcomers would otherwise never end, nor widen as clients come).
 //
 // Each sentence runs its own search (greedy or beam) over its slot's rows; its hypotheses equal
 // Translator::translate's up to the rounding that another batch shape may move (a kernel picked
@@ -36,9 +36,6 @@ namespace vkf::model::decode {
 class Translator;
 class DecodeGraph;
 
-// Slots a session's batch opens with at least (at most the batch size): room for requests that
-// arrive while a lone one decodes, at little cost (a slot's rows are a few more matmul rows).
-constexpr uint32_t k_min_session_slots = 4;
 // Padded source length (tokens, EOS included) a session's batch opens with at least, up to the
 // model's max_len: most sentences are shorter, so most newcomers fit the running batch. Padding
 // costs the encoder pass (the attention stops at each source's length).

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "engine/error.h"
+#include "engine/ops/indexed_rows.h"
 #include "model/decode/decoder_step.h"
 #include "model/decode/encoder.h"
 
@@ -32,6 +33,47 @@ DecodeGraph::DecodeGraph(Device& dev, const DeviceWeights& params, const DecodeS
 }
 
 DecodeGraph::~DecodeGraph() = default;
+
+void DecodeGraph::submit_encode_slot(uint32_t slot, std::span<const int32_t> src, int32_t len) {
+  const DecodeShape& s = shape();
+  if (slot >= s.batch || src.size() != s.src_len || len < 1 || uint32_t(len) > s.src_len)
+    throw Error("DecodeGraph::encode_slot: slot " + std::to_string(slot) + " of " +
+                std::to_string(s.batch) + ", a source of " + std::to_string(len) + " in " +
+                std::to_string(src.size()) + " ids (shape: " + std::to_string(s.src_len) + ")");
+  if (!slot_encoder_) {
+    DecodeShape one = s;
+    one.batch = 1;
+    slot_state_ = std::make_unique<DecodeState>(dev_, params_.config(), one, state_.dtype());
+    Recorder rec(dev_, {.profile = profile_, .timed = timed_});
+    Forward f{dev_, rec, params_, source_of(slot_state_->named()), BufferRef{}};
+    f.split_k = slot_state_->split_k();
+    record_encoder(f, *slot_state_);
+    const ModelConfig& c = params_.config();
+    // The caches hold f16 pairs in 32-bit words in fp16 (DecodeState checks the widths are even).
+    const uint32_t per_word = state_.dtype() == DType::f16 ? 2 : 1;
+    for (int l = 0; l < c.decoder_layers; ++l)
+      for (bool key : {true, false})
+        ops::scatter_rows(dev_, rec,
+                          {.src = key ? slot_state_->cross_k(l) : slot_state_->cross_v(l),
+                           .dst = key ? state_.cross_k(l) : state_.cross_v(l),
+                           .position = slot_state_->named().host("in.slot", 1),
+                           .rows = 1,
+                           .cols = s.src_len * uint32_t(c.heads) *
+                                   uint32_t(key ? c.head_dim_k() : c.head_dim_v()) / per_word,
+                           .positions = s.batch});
+    slot_encoder_.emplace(rec.finish());
+  }
+  wait();  // the inputs below are read by the submission in flight
+  put(slot_state_->src(), src);
+  const int32_t one_len[] = {len};
+  put(slot_state_->src_len(), one_len);
+  const int32_t slot_index[] = {int32_t(slot)};
+  put(slot_state_->named().host("in.slot", 1), slot_index);
+  // The batch's source length of the slot, which the decoder's cross-attention reads.
+  reinterpret_cast<int32_t*>(state_.src_len().mapped)[slot] = len;
+  slot_encoder_->submit();
+  in_flight_ = last_ = &*slot_encoder_;
+}
 
 Sequence& DecodeGraph::step_sequence(int from, int to) {
   auto& seq = steps_[size_t(from)][size_t(to)];

@@ -45,6 +45,11 @@ class DecodeGraph {
   // ready() or wait(). logp()/token() are valid once the step's submission has finished. A
   // submission waits for the one before it.
   void submit_encode(std::span<const int32_t> src, std::span<const int32_t> src_len);
+  // Encodes one sentence (src: src_len ids, padded; len its non-pad length) into slot `slot` of
+  // the batch, its cross-attention K/V and source length, and leaves the other slots as they
+  // are: a sentence joining a running batch (model/decode/batching_session.h) costs the encoder
+  // pass of one sentence, not of the batch. The slot's rows then start at position 0.
+  void submit_encode_slot(uint32_t slot, std::span<const int32_t> src, int32_t len);
   void submit_step(uint32_t t, std::span<const int32_t> tokens,
                    std::span<const int32_t> origin = {});
   // A step whose rows are at positions of their own (positions[r] < max_out): a service's
@@ -75,6 +80,10 @@ class DecodeGraph {
   const DeviceWeights& params_;
   DecodeState state_;
   std::optional<Sequence> encoder_;
+  // submit_encode_slot's: the encoder pass of one sentence into its own state, then its
+  // cross-attention K/V copied into the batch's at the slot that "in.slot" names.
+  std::unique_ptr<DecodeState> slot_state_;
+  std::optional<Sequence> slot_encoder_;
   std::array<std::array<std::unique_ptr<Sequence>, 2>, 2> steps_;  // [from][to]
   Sequence* last_step_ = nullptr;
   Sequence* in_flight_ = nullptr;  // submitted, not yet waited for

@@ -105,6 +105,22 @@ DecodeGraph& Translator::submit_batch(std::span<const std::vector<int32_t>* cons
   return g;
 }
 
+namespace {
+
+// A source row of the batch: pieces (already cut to fit), EOS, padding; returns its length.
+int32_t fill_source_row(std::span<int32_t> row, const std::vector<int32_t>& pieces, uint32_t len,
+                        const ModelConfig& config) {
+  if (len > row.size())
+    throw Error("translate: a source of " + std::to_string(len) + " tokens in a batch of " +
+                std::to_string(row.size()));
+  std::fill(row.begin(), row.end(), config.pad_id);
+  std::copy_n(pieces.begin(), len - 1, row.begin());
+  row[len - 1] = config.eos_id;
+  return int32_t(len);
+}
+
+}  // namespace
+
 void Translator::submit_encode(DecodeGraph& g, std::span<const std::vector<int32_t>* const> slots) {
   const DecodeShape& shape = g.shape();
   if (slots.size() != shape.batch)
@@ -113,20 +129,20 @@ void Translator::submit_encode(DecodeGraph& g, std::span<const std::vector<int32
   std::vector<int32_t> src(size_t{shape.batch} * shape.src_len, config_.pad_id);
   std::vector<int32_t> lens(shape.batch, 1);
   for (uint32_t b = 0; b < shape.batch; ++b) {
-    int32_t* row = src.data() + size_t{b} * shape.src_len;
-    if (slots[b] == nullptr) {  // padding sentence: EOS only, not searched
+    std::span<int32_t> row(src.data() + size_t{b} * shape.src_len, shape.src_len);
+    if (slots[b] == nullptr)  // padding sentence: EOS only, not searched
       row[0] = config_.eos_id;
-      continue;
-    }
-    const uint32_t len = source_tokens(*slots[b]);
-    if (len > shape.src_len)
-      throw Error("translate: a source of " + std::to_string(len) + " tokens in a batch of " +
-                  std::to_string(shape.src_len));
-    std::copy_n(slots[b]->begin(), len - 1, row);
-    row[len - 1] = config_.eos_id;
-    lens[b] = int32_t(len);
+    else
+      lens[b] = fill_source_row(row, *slots[b], source_tokens(*slots[b]), config_);
   }
   g.submit_encode(src, lens);
+}
+
+void Translator::submit_encode_slot(DecodeGraph& g, uint32_t slot,
+                                    const std::vector<int32_t>& pieces) {
+  std::vector<int32_t> row(g.shape().src_len);
+  const int32_t len = fill_source_row(row, pieces, source_tokens(pieces), config_);
+  g.submit_encode_slot(slot, row, len);
 }
 
 std::unique_ptr<Search> Translator::make_sentence_search(const DecodeShape& shape,

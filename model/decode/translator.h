@@ -34,7 +34,12 @@ struct TranslateOptions {
   int max_len_b = 50;        // capped by the model's max_len
   uint32_t nbest = 1;        // hypotheses per sentence, <= beam
   uint32_t batch_size = 32;  // sentences decoded at once (each takes `beam` rows)
-  bool timed = false;        // GPU timestamps per submission (TranslationJob reports GPU time)
+  // Slots a BatchingSession's batch opens with at least (up to batch_size), so that requests
+  // arriving while few decode can join it. 0: 4 on a GPU, where a few more rows cost a step
+  // little; 1 on a CPU device, where every row costs its arithmetic (lavapipe served one client
+  // 1.2x slower with 4).
+  uint32_t session_min_slots = 0;
+  bool timed = false;  // GPU timestamps per submission (TranslationJob reports GPU time)
 
   void validate() const;
 };
@@ -83,9 +88,11 @@ class Translator {
   // source that long may use), so that sentences up to that long can join it later.
   DecodeGraph& submit_batch(std::span<const std::vector<int32_t>* const> rows, uint32_t batch,
                             std::vector<uint32_t>& max_out, uint32_t min_src_len = 0);
-  // Encodes `slots` (one per sentence of the graph's shape; nullptr: a padding slot) into the
-  // graph: a BatchingSession's sentences that join its running batch, beside those decoding.
+  // Encodes `slots` (one per sentence of the graph's shape; nullptr: a padding slot).
   void submit_encode(DecodeGraph& graph, std::span<const std::vector<int32_t>* const> slots);
+  // Encodes one sentence into slot `slot` of the graph's batch, beside those decoding: a
+  // BatchingSession's sentence joining its running batch.
+  void submit_encode_slot(DecodeGraph& graph, uint32_t slot, const std::vector<int32_t>& pieces);
   // Source tokens of `pieces` as a batch holds them: cut to max_len - 1, then EOS.
   uint32_t source_tokens(const std::vector<int32_t>& pieces) const;
   // The search over the graph's encoded batch (greedy for beam 1).

@@ -83,7 +83,9 @@ VKF_TEST_CASE("a request that arrives mid-decoding joins the running batch at th
     if (!x.empty()) lines.push_back(x);
   REQUIRE(lines.size() >= 2);
   for (uint32_t beam : {1u, 2u}) {
-    Translator tr(dev, tm.dir.string(), {.beam = beam, .max_len_b = 10, .batch_size = 8});
+    // 4 slots, as on a GPU (a CPU device's default is 1): room for the second line.
+    Translator tr(dev, tm.dir.string(),
+                  {.beam = beam, .max_len_b = 10, .batch_size = 8, .session_min_slots = 4});
     const auto want_first = best(tr.translate({lines[0]}));
     const auto want_second = best(tr.translate({lines[1]}));
     BatchSession s = tr.open_session();
