@@ -1,6 +1,7 @@
 #include "engine/device.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -300,13 +301,44 @@ void Device::submit(VkCommandBuffer cmd, VkFence fence, const std::string& what,
   check(vkQueueSubmit(queue_, 1, &si, fence), "submitting " + what + " on " + label_);
 }
 
-void Device::wait_fence(VkFence fence, const std::string& what) {
-  auto timeout_ns = static_cast<uint64_t>(options_.timeout_seconds * 1e9);
-  VkResult r = vkWaitForFences(device_, 1, &fence, VK_TRUE, timeout_ns);
-  if (r == VK_TIMEOUT)
-    throw Error("timed out after " + std::to_string(options_.timeout_seconds) + " s waiting for " +
-                what + " on " + label_ + " (the device may be hung)");
-  check(r, "waiting for " + what + " on " + label_);
+uint32_t Device::note_dispatched(const std::vector<VkPipeline>& pipelines) {
+  std::lock_guard lock(dispatched_mutex_);
+  uint32_t fresh = 0;
+  for (VkPipeline p : pipelines) fresh += dispatched_.insert(p).second ? 1 : 0;
+  return fresh;
+}
+
+void Device::wait_fence(VkFence fence, const std::string& what, uint32_t first_dispatches) {
+  using clock = std::chrono::steady_clock;
+  const double limit = first_dispatches > 0 ? std::max(options_.timeout_seconds,
+                                                       options_.first_dispatch_timeout_seconds)
+                                            : options_.timeout_seconds;
+  // A wait that includes first dispatches goes in slices (10 s), telling the observer after
+  // each: the user sees that kernels are compiling, not a silent minute.
+  const double slice = first_dispatches > 0 && options_.on_first_dispatch_wait
+                           ? std::min(options_.first_dispatch_progress_seconds, limit)
+                           : limit;
+  const auto start = clock::now();
+  for (;;) {
+    const double waited = std::chrono::duration<double>(clock::now() - start).count();
+    const double next = std::max(0.0, std::min(slice, limit - waited));
+    VkResult r = vkWaitForFences(device_, 1, &fence, VK_TRUE, static_cast<uint64_t>(next * 1e9));
+    if (r != VK_TIMEOUT) {
+      check(r, "waiting for " + what + " on " + label_);
+      return;
+    }
+    const double now = std::chrono::duration<double>(clock::now() - start).count();
+    if (now >= limit) {
+      const std::string why = first_dispatches > 0
+                                  ? ", which dispatches " + std::to_string(first_dispatches) +
+                                        " kernels for the first time (their compile included; "
+                                        "DeviceOptions::first_dispatch_timeout_seconds)"
+                                  : "";
+      throw Error("timed out after " + std::to_string(int(limit)) + " s waiting for " + what + why +
+                  " on " + label_ + " (the device may be hung)");
+    }
+    if (options_.on_first_dispatch_wait) options_.on_first_dispatch_wait(first_dispatches, now);
+  }
 }
 
 void Device::run_once(const std::function<void(VkCommandBuffer)>& record, const std::string& what) {

@@ -6,9 +6,11 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -40,6 +42,14 @@ struct DeviceOptions {
   AllocatorOptions memory;
   VkDeviceSize staging_bytes = 16ull << 20;
   double timeout_seconds = 600.0;  // a submission that takes longer is reported as hung
+  // A submission that dispatches kernels for the first time may include their compile: Mesa's
+  // lavapipe compiles a pipeline at its first dispatch (Mesa 25.0 took 436 s for the rows-path
+  // attention backward at d 64). Its wait is judged by this longer limit instead, and
+  // on_first_dispatch_wait is told every first_dispatch_progress_seconds of it: how many kernels
+  // are new, seconds so far.
+  double first_dispatch_timeout_seconds = 3600.0;
+  double first_dispatch_progress_seconds = 10.0;
+  std::function<void(uint32_t new_kernels, double seconds)> on_first_dispatch_wait;
   // The queue family of a device the engine creates: `queue`'s choice, or `queue_family`.
   QueueChoice queue = QueueChoice::dedicated_compute;
   std::optional<uint32_t> queue_family;
@@ -125,7 +135,12 @@ class Device {
   // this device.
   void submit(VkCommandBuffer cmd, VkFence fence, const std::string& what,
               const SubmitSync& sync = {});
-  void wait_fence(VkFence fence, const std::string& what);
+  // first_dispatches: kernels the waited-for submission dispatched for the first time (see
+  // DeviceOptions::first_dispatch_timeout_seconds).
+  void wait_fence(VkFence fence, const std::string& what, uint32_t first_dispatches = 0);
+  // Of `pipelines`, how many were never submitted on this device before; they count as
+  // submitted from now on.
+  uint32_t note_dispatched(const std::vector<VkPipeline>& pipelines);
   VkFence create_fence();
 
  private:
@@ -154,6 +169,8 @@ class Device {
   Buffer staging_;
   VkCommandBuffer transfer_cmd_ = VK_NULL_HANDLE;
   OwnedFence transfer_fence_;
+  std::mutex dispatched_mutex_;  // sequences of several host threads submit (multi-device)
+  std::unordered_set<VkPipeline> dispatched_;
 };
 
 }  // namespace vkf

@@ -26,6 +26,8 @@ Sequence::Sequence(Sequence&& o) noexcept
       fence_(std::move(o.fence_)),
       queries_(std::move(o.queries_)),
       names_(std::move(o.names_)),
+      pipelines_(std::move(o.pipelines_)),
+      first_dispatches_(o.first_dispatches_),
       queries_written_(o.queries_written_),
       barriers_(o.barriers_),
       pending_(std::exchange(o.pending_, false)) {}
@@ -40,6 +42,8 @@ Sequence& Sequence::operator=(Sequence&& o) noexcept {
     fence_ = std::move(o.fence_);
     queries_ = std::move(o.queries_);
     names_ = std::move(o.names_);
+    pipelines_ = std::move(o.pipelines_);
+    first_dispatches_ = o.first_dispatches_;
     queries_written_ = o.queries_written_;
     barriers_ = o.barriers_;
     pending_ = std::exchange(o.pending_, false);
@@ -69,6 +73,10 @@ void Sequence::destroy() {
 
 void Sequence::submit(const SubmitSync& sync) {
   if (pending_) wait();
+  if (!pipelines_.empty()) {  // the first submission: are any of its kernels new on the device?
+    first_dispatches_ = device_->note_dispatched(pipelines_);
+    pipelines_ = {};
+  }
   device_->submit(cmd_, fence_.get(), "a recorded sequence", sync);
   pending_ = true;
 }
@@ -76,7 +84,7 @@ void Sequence::submit(const SubmitSync& sync) {
 void Sequence::wait() {
   if (!pending_) return;
   pending_ = false;
-  device_->wait_fence(fence_.get(), "a recorded sequence");
+  device_->wait_fence(fence_.get(), "a recorded sequence", std::exchange(first_dispatches_, 0));
 }
 
 bool Sequence::ready() const {
@@ -322,6 +330,9 @@ void Recorder::dispatch(const Kernel& kernel, const std::vector<Arg>& args, cons
   vkUpdateDescriptorSets(device_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
                          nullptr);
   vkCmdBindPipeline(seq_.cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline());
+  if (std::find(seq_.pipelines_.begin(), seq_.pipelines_.end(), kernel.pipeline()) ==
+      seq_.pipelines_.end())
+    seq_.pipelines_.push_back(kernel.pipeline());
   vkCmdBindDescriptorSets(seq_.cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.layout(), 0, 1, &set, 0,
                           nullptr);
   if (push_bytes)

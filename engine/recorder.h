@@ -106,6 +106,10 @@ class Sequence {
   OwnedFence fence_;
   OwnedQueryPool queries_;
   std::vector<std::string> names_;
+  // The pipelines it dispatches until its first submission (emptied then), and how many of them
+  // that submission dispatched for the first time on the device (Device::wait_fence).
+  std::vector<VkPipeline> pipelines_;
+  uint32_t first_dispatches_ = 0;
   uint32_t queries_written_ = 0;  // timestamps the command buffer writes
   uint32_t barriers_ = 0;
   bool pending_ = false;

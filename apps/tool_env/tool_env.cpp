@@ -61,6 +61,16 @@ DeviceOptions device_options(DeviceOptions base) {
         std::fprintf(stderr, "vkf: compiled %s in %.3f s\n", describe(spec).c_str(), seconds);
     };
   }
+  if (!base.on_first_dispatch_wait) {
+    // Long work shows progress: a driver that compiles kernels at their first dispatch (Mesa's
+    // lavapipe) can hold the first step for minutes.
+    base.on_first_dispatch_wait = [](uint32_t kernels, double seconds) {
+      std::fprintf(stderr,
+                   "vkf: compiling kernels: %.0f s so far (the driver compiles %u new kernels at "
+                   "their first dispatch)\n",
+                   seconds, kernels);
+    };
+  }
   return base;
 }
 
