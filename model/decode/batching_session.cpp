@@ -63,6 +63,11 @@ const std::vector<int32_t>& BatchingSession::source(const Sentence& s) const {
   return requests_.at(s.id).sources[s.index];
 }
 
+uint32_t BatchingSession::min_slots() const {
+  const uint32_t set = translator_->options().session_min_slots;
+  return set > 0 ? set : translator_->dev_.info().is_cpu() ? 1 : 4;
+}
+
 void BatchingSession::start_batch() {
   const uint32_t cap = translator_->options().batch_size;
   std::vector<Sentence> first;
@@ -73,9 +78,7 @@ void BatchingSession::start_batch() {
   // Slots a power of two (at most the batch size): a lone request does not pay for 32 rows, and
   // few shapes are recorded; at least the minimum, so that others can join it.
   const uint32_t n = uint32_t(first.size());
-  uint32_t min_slots = translator_->options().session_min_slots;
-  if (min_slots == 0) min_slots = translator_->dev_.info().is_cpu() ? 1 : 4;
-  const uint32_t slots = std::min(cap, std::bit_ceil(std::max(n, min_slots)));
+  const uint32_t slots = std::min(cap, std::bit_ceil(std::max(n, min_slots())));
   std::vector<const std::vector<int32_t>*> src(n);
   for (uint32_t b = 0; b < n; ++b) src[b] = &source(first[b]);
   std::vector<uint32_t> max_out;
@@ -93,8 +96,13 @@ bool BatchingSession::admit() {
   // More waiting than the free slots hold, in a batch narrower than the batch size: nobody
   // joins, so that it drains and a wider one opens (a batch that newcomers keep full never
   // ends, and would keep its width however many clients come).
-  const size_t free_slots = slots_.size() - running_sentences();
+  const size_t running = running_sentences(), free_slots = slots_.size() - running;
   if (waiting_.size() > free_slots && slots_.size() < translator_->options().batch_size)
+    return false;
+  // A batch four times wider than its lines (a burst's) on a CPU device, where every row costs
+  // its arithmetic: nobody joins, so that it drains and a narrower one opens.
+  if (translator_->dev_.info().is_cpu() && slots_.size() > min_slots() &&
+      (running + waiting_.size()) * 4 <= slots_.size())
     return false;
   bool joined = false;
   for (uint32_t b = 0; b < slots_.size() && !waiting_.empty(); ++b) {
@@ -171,8 +179,9 @@ void BatchingSession::close_batch() {
 }
 
 bool BatchingSession::step() {
-  if (graph_ != nullptr && admit()) return true;  // the joiners' encoder pass
+  // A batch with no line left closes, so that the next opens at the width of what waits.
   if (graph_ != nullptr && running_sentences() == 0) close_batch();
+  if (graph_ != nullptr && admit()) return true;  // the joiners' encoder pass
   if (graph_ == nullptr) {
     if (waiting_.empty()) return false;
     start_batch();

@@ -17,6 +17,9 @@
 // tokens, so that a lone request leaves room for most newcomers. A batch narrower than the batch
 // size with more sentences waiting than free slots takes none: it drains, and a wider batch opens
 // with them (a batch kept full by newcomers would otherwise never end, nor widen as clients come).
+// On a CPU device, where every row costs, a batch four times wider than its running and waiting
+// sentences takes none either, so that a narrower one opens. A batch with no sentence left
+// closes.
 //
 // Each sentence runs its own search (greedy or beam) over its slot's rows; its hypotheses equal
 // Translator::translate's up to the rounding that another batch shape may move (a kernel picked
@@ -98,6 +101,7 @@ class BatchingSession {
     std::unique_ptr<Search> search;
   };
   const std::vector<int32_t>& source(const Sentence& s) const;
+  uint32_t min_slots() const;  // a batch's slots at least
   void start_batch();
   bool admit();  // fills free slots from the queue; true when it encoded
   void decode_step();

@@ -219,7 +219,9 @@ const { translate } = require(%s);
 
 def case_load(vkf, model, work):
     env = dict(os.environ, VKF_VALIDATION="0")  # a load, not a validation run
-    flags = ["--beam", "4", "--max-len-a", "0", "--max-len-b", "8"]
+    # Output limits that follow the source (a quarter of it, plus 4), so a batch's lines finish
+    # at different steps and waiting lines join it mid-decoding.
+    flags = ["--beam", "4", "--max-len-a", "0.25", "--max-len-b", "4"]
     lines = sample_lines(200)
     want = reference(vkf, model, lines, flags, work, "load")
     pairs = list(zip(lines, want))
@@ -259,7 +261,7 @@ def case_load(vkf, model, work):
               (matched, total))
         # A floor, not the figure: a loaded 2-core machine moves the ratio (docs/serve.md has
         # figures measured on a quiet one).
-        check(figures["gain"] > 1.3, "batching serves %.1fx the requests/s of one at a time" %
+        check(figures["gain"] > 1.2, "batching serves %.1fx the requests/s of one at a time" %
               figures["gain"])
         # Memory flat: the second half of the load adds no more than a few MiB.
         check(rss_end < rss_half * 1.1 + 8, "memory flat under load: %.0f MiB after half, %.0f "
