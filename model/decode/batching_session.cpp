@@ -127,8 +127,12 @@ bool BatchingSession::admit() {
 void BatchingSession::decode_step() {
   const DecodeShape& shape = graph_->shape();
   const uint32_t K = shape.beam, R = shape.rows(), C = shape.candidates;
-  // Free slots' rows: an EOS at position 0, every step (their outputs are not read).
-  std::vector<int32_t> positions(R, 0), tokens(R, translator_->config_.eos_id), origin(R);
+  // Free slots' rows: an EOS at position 0, every step (their outputs are not read). The
+  // vectors keep their capacity from step to step.
+  std::vector<int32_t>&positions = step_positions_, &tokens = step_tokens_, &origin = step_origin_;
+  positions.assign(R, 0);
+  tokens.assign(R, translator_->config_.eos_id);
+  origin.resize(R);
   for (uint32_t r = 0; r < R; ++r) origin[r] = int32_t(r);
   for (uint32_t b = 0; b < slots_.size(); ++b) {
     if (!slots_[b]) continue;

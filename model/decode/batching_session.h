@@ -116,6 +116,7 @@ class BatchingSession {
   std::vector<uint32_t> batch_sizes_;
   Id next_id_ = 1;
   Counts counts_;
+  std::vector<int32_t> step_positions_, step_tokens_, step_origin_;  // decode_step's inputs
   DecodeGraph* graph_ = nullptr;  // the open batch's; null when none is open
 };
 

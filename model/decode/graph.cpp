@@ -113,8 +113,8 @@ void DecodeGraph::submit_encode(std::span<const int32_t> src, std::span<const in
 void DecodeGraph::submit_step(uint32_t t, std::span<const int32_t> tokens,
                               std::span<const int32_t> origin) {
   if (t != next_t_) throw Error("DecodeGraph::step: expected position " + std::to_string(next_t_));
-  std::vector<int32_t> positions(shape().rows(), int32_t(t));
-  submit_rows_step(positions, tokens, origin);
+  positions_.assign(shape().rows(), int32_t(t));  // keeps its capacity from step to step
+  submit_rows_step(positions_, tokens, origin);
   next_t_ = t + 1;
 }
 

@@ -92,6 +92,7 @@ class DecodeGraph {
   bool timed_ = false;
   int current_ = 0;  // the cache copy holding the hypotheses
   uint32_t next_t_ = 0;
+  std::vector<int32_t> positions_;  // submit_step's, every row at t
 };
 
 }  // namespace vkf::model::decode
