@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -11,6 +12,7 @@
 #include "apps/serve/page.h"
 #include "apps/serve/peer_socket.h"
 #include "engine/error.h"
+#include "engine/json_limits.h"
 #include "model/data/utf8.h"
 
 namespace vkf::serve {
@@ -57,7 +59,11 @@ std::string language_name(const std::string& code) {
 struct Fields {
   json q;  // string or array of strings
   std::string source, target, format, api_key;
+  uint32_t max_length = 0;  // vkf's own field: the output limit per line, in tokens (0: none)
 };
+
+// The longest output a request may ask for: the most positions any model has.
+constexpr int64_t k_max_length_field = 1 << 16;
 
 std::string form_value(const httplib::Request& req, const std::string& name) {
   if (req.has_param(name.c_str())) return req.get_param_value(name.c_str());
@@ -72,8 +78,9 @@ Fields parse_fields(const httplib::Request& req) {
   if (type.find("application/json") != std::string::npos) {
     json body;
     try {
-      body = json::parse(req.body);
-    } catch (const json::parse_error& e) {
+      // The one JSON parse (engine/json_limits.h): a nesting limit and printable messages.
+      body = parse_json(req.body, "the body");
+    } catch (const Error& e) {
       throw Error(std::string("invalid JSON: ") + e.what());
     }
     if (!body.is_object()) throw Error("invalid JSON: the body must be an object");
@@ -87,6 +94,9 @@ Fields parse_fields(const httplib::Request& req) {
     f.target = text("target");
     f.format = text("format");
     f.api_key = text("api_key");
+    if (body.contains("max_length") && !body["max_length"].is_null())
+      f.max_length =
+          uint32_t(json_whole(body["max_length"], "'max_length'", 1, k_max_length_field));
     return f;
   }
   // Forms: a repeated q is a list, as a JSON array.
@@ -101,6 +111,14 @@ Fields parse_fields(const httplib::Request& req) {
   f.target = form_value(req, "target");
   f.format = form_value(req, "format");
   f.api_key = form_value(req, "api_key");
+  if (const std::string m = form_value(req, "max_length"); !m.empty()) {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(m.data(), m.data() + m.size(), v);
+    if (ec != std::errc() || end != m.data() + m.size() || v < 1 || v > k_max_length_field)
+      throw Error("'max_length' must be a whole number in [1, " +
+                  std::to_string(k_max_length_field) + "], got '" + printable_excerpt(m) + "'");
+    f.max_length = uint32_t(v);
+  }
   return f;
 }
 
@@ -290,7 +308,7 @@ void HttpFrontend::translate(const httplib::Request& req, httplib::Response& res
                    "a line is longer than " + std::to_string(options_.max_line_bytes) +
                        " bytes (--max-line-bytes)");
 
-  auto ticket = service_.submit(lines);
+  auto ticket = service_.submit(lines, f.max_length);
   if (!ticket) {
     if (!service_.healthy()) return error(res, 503, "the model is not serving");
     res.set_header("Retry-After", "1");

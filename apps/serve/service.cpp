@@ -29,7 +29,8 @@ TranslationService::~TranslationService() {
   worker_.join();
 }
 
-std::shared_ptr<Ticket> TranslationService::submit(std::vector<std::string> lines) {
+std::shared_ptr<Ticket> TranslationService::submit(std::vector<std::string> lines,
+                                                   uint32_t max_length) {
   auto t = std::make_shared<Ticket>();
   {
     std::lock_guard lock(mutex_);
@@ -38,6 +39,7 @@ std::shared_ptr<Ticket> TranslationService::submit(std::vector<std::string> line
     if (pending_lines_ > 0 && pending_lines_ + lines.size() > options_.queue_limit) return nullptr;
     pending_lines_ += lines.size();
     t->lines = std::move(lines);
+    t->max_length = max_length;
     inbox_.push_back(t);
   }
   cv_.notify_all();
@@ -190,7 +192,7 @@ void TranslationService::run() {
       }
     }
     try {
-      for (auto& t : arrived) open_[session_->submit(t->lines)] = t;
+      for (auto& t : arrived) open_[session_->submit(t->lines, t->max_length)] = t;
       for (auto& t : cancelled)
         for (auto it = open_.begin(); it != open_.end(); ++it)
           if (it->second == t) {

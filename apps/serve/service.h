@@ -34,6 +34,7 @@ struct ServiceOptions {
 // One request's wait. The HTTP thread waits on it; the worker fills it in.
 struct Ticket {
   std::vector<std::string> lines;
+  uint32_t max_length = 0;  // the request's output limit per line (0: the server's)
   std::mutex mutex;
   std::condition_variable cv;
   bool done = false;
@@ -62,7 +63,8 @@ class TranslationService {
   ~TranslationService();  // finishes every accepted request, then stops the worker
 
   // nullptr when the queue would pass its limit (the caller answers 429).
-  std::shared_ptr<Ticket> submit(std::vector<std::string> lines);
+  // max_length: the request's limit on each line's output length (0: the server's alone).
+  std::shared_ptr<Ticket> submit(std::vector<std::string> lines, uint32_t max_length = 0);
   // The client went away: its lines leave the queue or their batch.
   void cancel(const std::shared_ptr<Ticket>& ticket);
   // Loads `path` ("" = the current checkpoint path again) in place of the model, between

@@ -26,10 +26,10 @@ BatchSession::BatchSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 BatchSession::BatchSession(BatchSession&&) noexcept = default;
 BatchSession::~BatchSession() = default;
 
-BatchSession::Id BatchSession::submit(const std::vector<std::string>& lines) {
+BatchSession::Id BatchSession::submit(const std::vector<std::string>& lines, uint32_t max_length) {
   auto p = model::decode::prepare_lines(impl_->translator, impl_->tokenizer, lines);
   // finish_lines needs only the flags in p.out: the pieces move to the session.
-  const Id id = impl_->session.submit(std::move(p.sources));
+  const Id id = impl_->session.submit(std::move(p.sources), max_length);
   impl_->prepared.emplace(id, std::move(p));
   return id;
 }

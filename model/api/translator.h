@@ -97,10 +97,12 @@ class BatchSession {
   BatchSession(BatchSession&&) noexcept;
   ~BatchSession();
 
-  Id submit(const std::vector<std::string>& lines);  // never 0
-  bool cancel(Id id);                                // false: unknown or already finished
-  bool step();                                       // false when there was nothing to do
-  bool idle() const;                                 // nothing waiting or running
+  // max_length (> 0): this request's limit on each line's output length in tokens (EOS
+  // included), below the translator's max_len_a/b. Returns its id, never 0.
+  Id submit(const std::vector<std::string>& lines, uint32_t max_length = 0);
+  bool cancel(Id id);  // false: unknown or already finished
+  bool step();         // false when there was nothing to do
+  bool idle() const;   // nothing waiting or running
   std::vector<Finished> take_finished();
   size_t waiting_lines() const;
   uint32_t running_lines() const;

@@ -24,9 +24,11 @@ BatchingSession::~BatchingSession() {
   translator_->job_open_ = false;
 }
 
-BatchingSession::Id BatchingSession::submit(std::vector<std::vector<int32_t>> sources) {
+BatchingSession::Id BatchingSession::submit(std::vector<std::vector<int32_t>> sources,
+                                            uint32_t max_output) {
   const Id id = next_id_++;
   Request r;
+  r.max_output = max_output;
   r.results.resize(sources.size());
   for (size_t i = 0; i < sources.size(); ++i)
     if (!sources[i].empty()) {
@@ -63,6 +65,11 @@ const std::vector<int32_t>& BatchingSession::source(const Sentence& s) const {
   return requests_.at(s.id).sources[s.index];
 }
 
+uint32_t BatchingSession::output_limit(const Sentence& s, uint32_t limit) const {
+  const uint32_t own = requests_.at(s.id).max_output;
+  return own > 0 ? std::min(own, limit) : limit;
+}
+
 uint32_t BatchingSession::min_slots() const {
   const uint32_t set = translator_->options().session_min_slots;
   return set > 0 ? set : translator_->dev_.info().is_cpu() ? 1 : 4;
@@ -87,7 +94,8 @@ void BatchingSession::start_batch() {
   slots_.clear();
   slots_.resize(slots);
   for (uint32_t b = 0; b < n; ++b)
-    slots_[b] = Running{first[b], translator_->make_sentence_search(graph_->shape(), max_out[b])};
+    slots_[b] = Running{first[b], translator_->make_sentence_search(
+                                      graph_->shape(), output_limit(first[b], max_out[b]))};
   batch_sizes_.push_back(n);
 }
 
@@ -109,11 +117,12 @@ bool BatchingSession::admit() {
     if (slots_[b]) continue;
     const Sentence next = waiting_.front();
     const uint32_t len = translator_->source_tokens(source(next));
-    const uint32_t max_out = translator_->max_output(len);
+    const uint32_t max_out = translator_->max_output(len);  // the shape's, whatever the request's
     // The oldest that does not fit waits for the next batch, and no later one passes it.
     if (len > shape.src_len || max_out > shape.max_out) break;
     waiting_.pop_front();
-    slots_[b] = Running{next, translator_->make_sentence_search(shape, max_out)};
+    slots_[b] =
+        Running{next, translator_->make_sentence_search(shape, output_limit(next, max_out))};
     // One sentence's encoder pass into its slot (submissions of one graph run in order).
     translator_->submit_encode_slot(*graph_, b, source(next));
     translator_->stats_.source_tokens += len;

@@ -59,8 +59,9 @@ class BatchingSession {
   BatchingSession& operator=(const BatchingSession&) = delete;
 
   // sources: pieces without EOS, as Translator::translate takes them. Empty sources finish at
-  // once (an empty result). Returns the request's id (never 0).
-  Id submit(std::vector<std::vector<int32_t>> sources);
+  // once (an empty result). max_output (> 0): this request's own limit on each sentence's
+  // output length (EOS included), below the translator's. Returns the request's id (never 0).
+  Id submit(std::vector<std::vector<int32_t>> sources, uint32_t max_output = 0);
   // Drops a request that has not finished: its waiting sentences leave the queue, its running
   // ones free their slots (for the next step's newcomers). False when the id is unknown or
   // already finished.
@@ -91,6 +92,7 @@ class BatchingSession {
     std::vector<std::vector<int32_t>> sources;
     std::vector<std::vector<Hypothesis>> results;
     size_t remaining = 0;
+    uint32_t max_output = 0;  // 0: the translator's limit alone
   };
   struct Sentence {
     Id id;
@@ -101,6 +103,8 @@ class BatchingSession {
     std::unique_ptr<Search> search;
   };
   const std::vector<int32_t>& source(const Sentence& s) const;
+  // A sentence's output limit: the translator's for `limit` (its source), or its request's.
+  uint32_t output_limit(const Sentence& s, uint32_t limit) const;
   uint32_t min_slots() const;  // a batch's slots at least
   void start_batch();
   bool admit();  // fills free slots from the queue; true when it encoded

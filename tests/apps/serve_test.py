@@ -58,6 +58,15 @@ def case_api(vkf, model, work):
         posts += 1
         check(status == 200 and body["translatedText"] == want,
               "q a list of %d lines: equal to vkf translate --beam 1" % len(lines))
+        # vkf's own field: a request's output limit, below the server's (here 10).
+        short = reference(vkf, model, lines[:6], ["--beam", "1", "--max-len-a", "0",
+                                                  "--max-len-b", "3"], work, "api-short")
+        status, _, data = s.request("POST", "/translate", json.dumps(
+            {"q": lines[:6], "source": "en", "target": "de", "max_length": 3}),
+            {"Content-Type": "application/json"})
+        posts += 1
+        check(status == 200 and json.loads(data)["translatedText"] == short,
+              "max_length 3: equal to vkf translate --max-len-b 3")
         got = [None] * len(lines)
 
         def one(i):
@@ -103,6 +112,10 @@ def case_api(vkf, model, work):
              "only text"),
             ("33 lines (--max-lines 32)", {"q": ["a"] * 33, "source": "en", "target": "de"},
              400, "--max-lines"),
+            ("max_length 0", {"q": "x", "source": "en", "target": "de", "max_length": 0}, 400,
+             "'max_length' must be a whole number in [1, 65536]"),
+            ("max_length 2.5", {"q": "x", "source": "en", "target": "de", "max_length": 2.5},
+             400, "'max_length' must be a whole number"),
         ]
         for what, body, code, text in bad:
             status, _, data = s.request("POST", "/translate", json.dumps(body),
@@ -116,6 +129,8 @@ def case_api(vkf, model, work):
              "application/json", 400, "UTF-8"),
             ("non-UTF-8 in a form", b"q=%FF%FE&source=en&target=de",
              "application/x-www-form-urlencoded", 400, "UTF-8"),
+            ("max_length in a form, not a number", b"q=x&source=en&target=de&max_length=3x",
+             "application/x-www-form-urlencoded", 400, "'max_length' must be a whole number"),
             ("a body over --max-body-bytes", b"q=" + b"a" * 30000 + b"&source=en&target=de",
              "application/x-www-form-urlencoded", 413, "--max-body-bytes"),
         ]
@@ -137,9 +152,9 @@ def case_api(vkf, model, work):
 
         _, _, metrics = s.request("GET", "/metrics")
         m = metrics.decode()
-        check('vkf_serve_requests_total{path="/translate",status="200"} %d' % (posts - 11) in m,
+        check('vkf_serve_requests_total{path="/translate",status="200"} %d' % (posts - 14) in m,
               "/metrics: the 200s of /translate counted")
-        if not check('vkf_serve_requests_total{path="/translate",status="400"} 10' in m and
+        if not check('vkf_serve_requests_total{path="/translate",status="400"} 13' in m and
                      'status="413"} 1' in m, "/metrics: the 400s and the 413 counted"):
             print(m)
         check("vkf_serve_request_seconds_count %d" % posts in m and

@@ -104,6 +104,18 @@ VKF_TEST_CASE("a request that arrives mid-decoding joins the running batch at th
     CHECK(s.take_batch_sizes() == std::vector<uint32_t>{1});  // one batch, opened with 1 line
     CHECK(got[first] == want_first);
     CHECK(got[second] == want_second);
+
+    // A request's own output limit (3 tokens, EOS included) gives what a translator whose
+    // limit is 3 gives; the others keep the translator's.
+    Translator three(dev, tm.dir.string(),
+                     {.beam = beam, .max_len_a = 0, .max_len_b = 3, .batch_size = 8});
+    const auto want_short = best(three.translate({lines[0], lines[1]}));
+    const auto limited = s.submit({lines[0], lines[1]}, 3);
+    const auto free = s.submit({lines[1]});
+    got.clear();
+    run_to_idle(s, got);
+    CHECK(got[limited] == want_short);
+    CHECK(got[free] == want_second);
   }
 }
 
