@@ -3,7 +3,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -112,12 +111,11 @@ Fields parse_fields(const httplib::Request& req) {
   f.format = form_value(req, "format");
   f.api_key = form_value(req, "api_key");
   if (const std::string m = form_value(req, "max_length"); !m.empty()) {
-    int64_t v = 0;
-    const auto [end, ec] = std::from_chars(m.data(), m.data() + m.size(), v);
-    if (ec != std::errc() || end != m.data() + m.size() || v < 1 || v > k_max_length_field)
-      throw Error("'max_length' must be a whole number in [1, " +
-                  std::to_string(k_max_length_field) + "], got '" + printable_excerpt(m) + "'");
-    f.max_length = uint32_t(v);
+    // Read as the JSON body's field is (json_whole), so both give the same answer; text that is
+    // not a JSON number stays a string, which json_whole refuses, quoting it.
+    json v = json::parse(m, nullptr, /*allow_exceptions=*/false);
+    if (v.is_discarded()) v = m;
+    f.max_length = uint32_t(json_whole(v, "'max_length'", 1, k_max_length_field));
   }
   return f;
 }
