@@ -85,26 +85,26 @@ std::string key(const Entry& t, const std::string& device) {
   return buf;
 }
 
-std::string check(Device& dev, const TunedMatmul& t) {
-  return check_matmul(dev, t.config, t.shape);
+std::string check(Device& dev, const TunedMatmul& t, const Sabotage& sabotage) {
+  return check_matmul(dev, t.config, t.shape, sabotage);
 }
-std::string check(Device& dev, const TunedAttention& t) {
-  return check_attention(dev, t.config, t.shape);
+std::string check(Device& dev, const TunedAttention& t, const Sabotage& sabotage) {
+  return check_attention(dev, t.config, t.shape, sabotage);
 }
-std::string check(Device& dev, const TunedLayerNorm& t) {
+std::string check(Device& dev, const TunedLayerNorm& t, const Sabotage& sabotage) {
   ops::LayerNormConfig c = t.config;
   if (c.reads == ops::RowKernelConfig::Reads::automatic)
     c.reads = ops::RowKernelConfig::Reads::storage;  // as choose_layer_norm runs it
-  return check_layer_norm(dev, c, t.shape);
+  return check_layer_norm(dev, c, t.shape, sabotage);
 }
-std::string check(Device& dev, const TunedCrossEntropy& t) {
-  return check_cross_entropy(dev, t.config, t.shape);
+std::string check(Device& dev, const TunedCrossEntropy& t, const Sabotage& sabotage) {
+  return check_cross_entropy(dev, t.config, t.shape, sabotage);
 }
-std::string check(Device& dev, const TunedTopK& t) {
-  return check_topk(dev, t.config, t.shape);
+std::string check(Device& dev, const TunedTopK& t, const Sabotage& sabotage) {
+  return check_topk(dev, t.config, t.shape, sabotage);
 }
-std::string check(Device& dev, const TunedAdam& t) {
-  return check_adam(dev, t.config);
+std::string check(Device& dev, const TunedAdam& t, const Sabotage& sabotage) {
+  return check_adam(dev, t.config, sabotage);
 }
 
 std::string record_path(const DeviceInfo& info, const std::string& dir) {
@@ -144,6 +144,7 @@ struct Pass {
   const std::set<std::string>& passed;
   std::vector<std::string> newly;
   Verification& out;
+  const WrongEntry& wrong;
 
   template <class Entry>
   void run(std::vector<Entry>& entries) {
@@ -154,11 +155,14 @@ struct Pass {
         return false;
       }
       ++out.checked;
-      const std::string why = check(dev, t);
+      const bool sabotaged = wrong && wrong(entry_name(t));
+      const std::string why =
+          check(dev, t, sabotaged ? Sabotage([](const std::string&) { return true; }) : nullptr);
       if (why.empty()) {
         newly.push_back(k);
         return false;
       }
+      ++out.wrong;
       out.dropped.push_back(entry_name(t) + ": wrong against the reference: " + why);
       return true;
     });
@@ -167,13 +171,14 @@ struct Pass {
 
 }  // namespace
 
-Verification verify_tuning(Device& dev, TuningFile& file, const std::string& cache_dir) {
+Verification verify_tuning(Device& dev, TuningFile& file, const std::string& cache_dir,
+                           const WrongEntry& wrong) {
   Verification out;
   out.dropped = drop_misfits(file, dev.info());
   dev.set_tuning(nullptr);  // the checks force one family's candidate; the rest run defaults
   const std::string path = record_path(dev.info(), cache_dir);
   const std::set<std::string> passed = read_record(path);
-  Pass pass{dev, device_text(dev.info()), passed, {}, out};
+  Pass pass{dev, device_text(dev.info()), passed, {}, out, wrong};
   pass.run(file.matmul);
   pass.run(file.attention);
   pass.run(file.layer_norm);

@@ -14,6 +14,7 @@
 
 #include "apps/tool_env/tool_env.h"
 #include "apps/vkf/app_options.h"
+#include "apps/vkf/bench/row_pattern.h"
 #include "apps/vkf/bench/shapes.h"
 #include "apps/vkf/command.h"
 #include "apps/vkf/tuning_choice.h"
@@ -30,6 +31,7 @@ namespace {
 
 struct TuneArgs {
   std::string device, preset, model, budget = "2m", out, export_to, import_from, dtype = "f32";
+  std::string wrong_entries;  // test hook: --import entries whose check sees a wrong output
   uint32_t tokens = 0, vocab_size = 8000, len = bench::k_train_len;
 };
 
@@ -131,10 +133,14 @@ int run_tune(const TuneArgs& a) {
       throw Error("the tuning file " + from + " does not apply to " + dev->label() + ": " + why);
     if (!a.import_from.empty()) {
       // Held to what the tuner holds its own winners to: a wrong entry is dropped, not copied.
-      const tune::Verification v = tune::verify_tuning(*dev, f, dev->options().pipeline_cache_dir);
+      bench::check_row_pattern(a.wrong_entries, "--wrong-kernel");
+      const tune::Verification v = tune::verify_tuning(
+          *dev, f, dev->options().pipeline_cache_dir, [&](const std::string& entry) {
+            return bench::row_pattern_search(a.wrong_entries, entry);
+          });
       for (const std::string& note : v.dropped)
         std::cerr << "vkf tune: " << from << ": dropped " << note << "\n";
-      std::cerr << "vkf tune: " << v.checked + v.remembered << " entries passed their checks, "
+      std::cerr << "vkf tune: " << v.passed() << " entries passed their checks, "
                 << v.dropped.size() << " dropped\n";
     }
     write_tuning_file(to, f);
@@ -256,6 +262,9 @@ RegisterCommand reg(
                      "Install the tuning file FILE for this device (its device and driver must "
                      "match)")
           ->check(CLI::ExistingFile);
+      // Test hook (tests/apps/test_robust_checks.cpp): the --import entries matching REGEX see
+      // their checked output corrupted, as a wrong kernel would write it, and must be dropped.
+      sub.add_option("--wrong-kernel", a->wrong_entries)->group("");
       return [a]() { return run_tune(*a); };
     });
 

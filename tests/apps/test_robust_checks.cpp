@@ -111,7 +111,7 @@ TEST_CASE(
 
 TEST_CASE(
     "robust 41.4: a tuning file's entries are checked against the reference once per "
-    "device",
+    "device, and a wrong one is dropped",
     "[apps][cli][robust]") {
   const fs::path dir = vkf::test::temp_dir("robust-41-4-check");
   // A consistent entry (the fallback row's tiles) in the one class the tiny model's
@@ -129,11 +129,25 @@ TEST_CASE(
   const fs::path file = dir / "one.json";
   vkf::write_tuning_file(file.string(), f);
   std::ofstream(dir / "in.txt") << "a small test\n";
-  const std::string cmd = "VKF_CACHE_DIR=" + (dir / "cache").string() + " " + k_vkf +
-                          " translate --model " + vkf::test::trained_model().string() +
-                          " --input " + (dir / "in.txt").string() + " --beam 1 --tune " +
-                          file.string();
-  CliResult r = run_shell(cmd);
+  const std::string cache = "VKF_CACHE_DIR=" + (dir / "cache").string() + " ";
+  // The same entry computing a wrong answer (the test hook corrupts its checked output, as a
+  // wrong kernel would): it fits the device and passes every consistency check, and still is
+  // dropped by name, copied nowhere, and not remembered.
+  const fs::path imported = dir / "imported.json";
+  CliResult r = run_shell(cache + k_vkf + " tune --import " + file.string() + " --out " +
+                          imported.string() + " --wrong-kernel '^matmul f32/'");
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("dropped matmul f32/") &&
+                        Catch::Contains("wrong against the reference") &&
+                        Catch::Contains("0 entries passed their checks, 1 dropped"));
+  CHECK(vkf::read_tuning_file(imported.string()).matmul.empty());
+
+  // The entry as it is: checked on first use (the failure above was not remembered), then known.
+  const std::string cmd = cache + k_vkf + " translate --model " +
+                          vkf::test::trained_model().string() + " --input " +
+                          (dir / "in.txt").string() + " --beam 1 --tune " + file.string();
+  r = run_shell(cmd);
   INFO(r.err);
   CHECK(r.status == 0);
   CHECK_THAT(r.err, Catch::Contains("checked 1 tuning entries of " + file.string()));
