@@ -99,6 +99,11 @@ vkf_status vkf_session_open(vkf_translator translator, vkf_session* out);
 /* Queues `count` lines as one request; *id (never 0) names it in vkf_session_take. */
 vkf_status vkf_session_submit(vkf_session session, const char* const* lines, size_t count,
                               uint64_t* id);
+/* As vkf_session_submit, with this request's own limit on each line's output: at most
+ * max_length tokens (the end-of-sentence token included), below the translator's
+ * max_len_a/max_len_b; 0: the translator's limit alone. */
+vkf_status vkf_session_submit_limited(vkf_session session, const char* const* lines, size_t count,
+                                      uint32_t max_length, uint64_t* id);
 /* Drops an unfinished request: its lines leave the queue and free their slots in the running
  * batch. VKF_ERROR_INVALID_ARGUMENT for an unknown or finished id. */
 vkf_status vkf_session_cancel(vkf_session session, uint64_t id);

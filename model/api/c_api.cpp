@@ -259,16 +259,21 @@ vkf_status vkf_session_open(vkf_translator translator, vkf_session* out) {
   });
 }
 
-vkf_status vkf_session_submit(vkf_session session, const char* const* lines, size_t count,
-                              uint64_t* id) {
+vkf_status vkf_session_submit_limited(vkf_session session, const char* const* lines, size_t count,
+                                      uint32_t max_length, uint64_t* id) {
   if (session == nullptr || id == nullptr)
     return fail(VKF_ERROR_INVALID_ARGUMENT, "vkf_session_submit: session or id is NULL");
   *id = 0;
   if (vkf_status st = check_lines("vkf_session_submit", lines, count); st != VKF_OK) return st;
   return guarded([&] {
-    *id = session->session.submit(std::vector<std::string>(lines, lines + count));
+    *id = session->session.submit(std::vector<std::string>(lines, lines + count), max_length);
     return VKF_OK;
   });
+}
+
+vkf_status vkf_session_submit(vkf_session session, const char* const* lines, size_t count,
+                              uint64_t* id) {
+  return vkf_session_submit_limited(session, lines, count, 0, id);
 }
 
 vkf_status vkf_session_cancel(vkf_session session, uint64_t id) {

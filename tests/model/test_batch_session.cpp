@@ -197,6 +197,33 @@ VKF_TEST_CASE("the C API's batch session answers as vkf_translate", "[api][sessi
   std::vector<std::string> joined = got[first];
   joined.insert(joined.end(), got[second].begin(), got[second].end());
   CHECK(joined == std::vector<std::string>(want, want + in.size()));
+
+  // A request's own output limit equals a translator whose limit is that length.
+  uint64_t limited = 0;
+  REQUIRE(vkf_session_submit_limited(s, in.data(), in.size(), 3, &limited) == VKF_OK);
+  std::vector<std::string> got_limited;
+  for (busy = 1; busy;) {
+    REQUIRE(vkf_session_step(s, &busy) == VKF_OK);
+    uint64_t id = 0;
+    char** out = nullptr;
+    size_t count = 0;
+    while (vkf_session_take(s, &id, &out, &count) == VKF_OK && id != 0) {
+      CHECK(id == limited);
+      got_limited.assign(out, out + count);
+      vkf_translations_free(out, count);
+    }
+  }
+  to.max_len_a = 0;
+  to.max_len_b = 3;
+  vkf_translator short_tr = nullptr;
+  REQUIRE(vkf_translator_load(dev, tm.dir.string().c_str(), &to, &short_tr) == VKF_OK);
+  char** want_short = nullptr;
+  REQUIRE(vkf_translate(short_tr, in.data(), in.size(), &want_short) == VKF_OK);
+  CHECK(got_limited == std::vector<std::string>(want_short, want_short + in.size()));
+  CHECK(got_limited != joined);  // the limit cut something: the check above could fail
+  vkf_translations_free(want_short, in.size());
+  vkf_translator_free(short_tr);
+
   vkf_translations_free(want, in.size());
   vkf_session_free(s);
   vkf_translator_free(tr);
