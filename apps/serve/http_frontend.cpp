@@ -156,10 +156,13 @@ HttpFrontend::HttpFrontend(TranslationService& service, Metrics& metrics,
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
-  server_.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+  server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
     t_start = Clock::now();
     t_client_gone = false;
     t_routed = true;
+    // Routing comes after the headers and before the body: a request without one has arrived.
+    // One with a body is taken when its handler starts.
+    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) handling(req);
     return httplib::Server::HandlerResponse::Unhandled;
   });
   server_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -187,9 +190,11 @@ HttpFrontend::HttpFrontend(TranslationService& service, Metrics& metrics,
   server_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     if (!t_client_gone) log(req, res.status, res.body.size());
     t_client_gone = t_routed = false;
+    if (slow_clients_) slow_clients_->answered(req.remote_addr, req.remote_port);
   });
 
   server_.Post("/translate", [this](const httplib::Request& req, httplib::Response& res) {
+    handling(req);
     translate(req, res);
   });
   server_.Get("/languages", [this](const httplib::Request&, httplib::Response& res) {
@@ -217,6 +222,7 @@ HttpFrontend::HttpFrontend(TranslationService& service, Metrics& metrics,
                     "text/plain; version=0.0.4");
   });
   server_.Post("/reload", [this](const httplib::Request& req, httplib::Response& res) {
+    handling(req);
     if (options_.api_key.empty())
       return error(res, 403, "POST /reload needs an API key: start vkf serve with --api-key-file");
     if (!authorized(req, "")) return error(res, 403, "invalid API key");
@@ -241,6 +247,10 @@ void HttpFrontend::log(const httplib::Request& req, int status, size_t bytes) {
   std::fprintf(stderr, "%s %s:%d \"%s %s\" %d %zu %.1f ms%s\n", when, req.remote_addr.c_str(),
                req.remote_port, req.method.c_str(), req.path.c_str(), status, bytes, s * 1e3,
                status == 499 ? " (the client closed the connection)" : "");
+}
+
+void HttpFrontend::handling(const httplib::Request& req) {
+  if (slow_clients_) slow_clients_->handling(req.remote_addr, req.remote_port);
 }
 
 bool HttpFrontend::authorized(const httplib::Request& req, const std::string& body_key) const {
@@ -355,11 +365,23 @@ int HttpFrontend::bind() {
                  "vkf serve: warning: could not raise the listen backlog of port %d; "
                  "bursts of clients may see refused connections\n",
                  port);
+  port_ = port;
   return port;
 }
 
 void HttpFrontend::listen() {
+  if (options_.request_read_timeout_s > 0 && port_ >= 0)
+    slow_clients_ = std::make_unique<SlowClientGuard>(
+        port_, std::chrono::seconds(options_.request_read_timeout_s),
+        [this](const std::string& peer) {
+          metrics_.record("", 408, 0.0);
+          std::fprintf(stderr,
+                       "vkf serve: closed the connection from %s: no whole request within %d s "
+                       "(--request-read-timeout)\n",
+                       peer.c_str(), options_.request_read_timeout_s);
+        });
   server_.listen_after_bind();
+  slow_clients_.reset();
 }
 
 void HttpFrontend::stop() {

@@ -5,10 +5,12 @@
 #include <httplib.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "apps/serve/metrics.h"
 #include "apps/serve/service.h"
+#include "apps/serve/slow_clients.h"
 
 namespace vkf::serve {
 
@@ -18,11 +20,12 @@ struct HttpOptions {
   std::string source, target;  // the model's language pair
   std::string api_key;         // "": none needed (then POST /reload is refused)
   size_t max_body_bytes = size_t(1) << 20;
-  size_t max_lines = 128;        // lines per request (a q list's items, split at newlines)
-  size_t max_line_bytes = 4096;  // bytes per line
-  int read_timeout_s = 5;        // for each read of a request's headers or body
-  int request_timeout_s = 120;   // from submitting to answering; then 503
-  int threads = 96;              // connections served at once
+  size_t max_lines = 128;           // lines per request (a q list's items, split at newlines)
+  size_t max_line_bytes = 4096;     // bytes per line
+  int read_timeout_s = 5;           // for each read of a request's headers or body
+  int request_read_timeout_s = 30;  // for the whole of a request's arrival (0: none)
+  int request_timeout_s = 120;      // from submitting to answering; then 503
+  int threads = 96;                 // connections served at once
 };
 
 class HttpFrontend {
@@ -39,11 +42,15 @@ class HttpFrontend {
   bool authorized(const httplib::Request& req, const std::string& body_key) const;
   // One line to stderr and the request in /metrics.
   void log(const httplib::Request& req, int status, size_t bytes);
+  // The request has arrived whole and a handler has it (SlowClientGuard).
+  void handling(const httplib::Request& req);
 
   TranslationService& service_;
   Metrics& metrics_;
   HttpOptions options_;
   httplib::Server server_;
+  int port_ = -1;
+  std::unique_ptr<SlowClientGuard> slow_clients_;  // while listen() runs
 };
 
 }  // namespace vkf::serve

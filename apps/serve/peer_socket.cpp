@@ -51,7 +51,42 @@ int find_socket(F&& match) {
   return found;
 }
 
+// "addr:port" of a socket address.
+std::string address_text(const sockaddr_storage& a) {
+  char text[INET6_ADDRSTRLEN] = {};
+  int port = 0;
+  if (a.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(a);
+    inet_ntop(AF_INET, &in.sin_addr, text, sizeof text);
+    port = ntohs(in.sin_port);
+  } else if (a.ss_family == AF_INET6) {
+    const auto& in = reinterpret_cast<const sockaddr_in6&>(a);
+    inet_ntop(AF_INET6, &in.sin6_addr, text, sizeof text);
+    port = ntohs(in.sin6_port);
+  }
+  return std::string(text) + ":" + std::to_string(port);
+}
+
 }  // namespace
+
+std::vector<PortConnection> connections_on(int local_port) {
+  std::vector<PortConnection> out;
+  find_socket([&](int fd) {
+    sockaddr_storage peer{}, local{};
+    socklen_t pl = sizeof peer, ll = sizeof local;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) == 0 &&
+        address_matches(local, "", local_port) &&
+        getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0)
+      out.push_back({fd, socket_inode(fd), address_text(peer)});
+    return false;  // every one
+  });
+  return out;
+}
+
+uint64_t socket_inode(int fd) {
+  struct stat st {};
+  return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) ? uint64_t(st.st_ino) : 0;
+}
 
 int find_connection(const std::string& remote_addr, int remote_port, int local_port) {
   return find_socket([&](int fd) {

@@ -182,6 +182,11 @@ RegisterCommand reg(
                      "Seconds each read of a request's headers or body may wait")
           ->check(int_range(1, 3600))
           ->capture_default_str();
+      sub.add_option("--request-read-timeout", h.request_read_timeout_s,
+                     "Seconds the whole of a request, headers and body, may take to arrive "
+                     "(slow clients; 0: no limit but --read-timeout's)")
+          ->check(int_range(0, 86400))
+          ->capture_default_str();
       sub.add_option("--request-timeout", h.request_timeout_s,
                      "Seconds a translation may take before 503")
           ->check(int_range(1, 86400))

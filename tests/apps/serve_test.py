@@ -307,7 +307,8 @@ def case_faults(vkf, model, work):
     want = reference(vkf, mdir, lines, flags, work, "faults")
     pairs = list(zip(lines, want))
     s = Server(vkf, mdir, work, "faults", flags + [
-        "--api-key-file", key, "--read-timeout", "1", "--queue-limit", "128", "--max-lines", "48",
+        "--api-key-file", key, "--read-timeout", "1", "--request-read-timeout", "3",
+        "--queue-limit", "128", "--max-lines", "48",
         "--grace", "30"], env=env)
     authed = {"Authorization": "Bearer s3cret-key"}
     try:
@@ -336,6 +337,32 @@ def case_faults(vkf, model, work):
         c.close()
         check(closed and time.time() - t0 < 10, "slow headers: closed after %.1f s (--read-timeout"
               " 1)" % (time.time() - t0))
+        # A client that dribbles its headers, a byte every 0.25 s: each read is within
+        # --read-timeout, the whole request is not within --request-read-timeout (3 s).
+        t0 = time.time()
+        c = socket.create_connection(("127.0.0.1", s.port))
+        c.settimeout(0.25)
+        closed = False
+        request = b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"X-Pad: " + b"a" * 200
+        try:
+            for byte in request:
+                c.sendall(bytes([byte]))
+                try:
+                    if c.recv(1024) == b"":
+                        closed = True
+                        break
+                except socket.timeout:
+                    pass
+                if time.time() - t0 > 15:
+                    break
+        except (ConnectionResetError, BrokenPipeError):
+            closed = True
+        elapsed = time.time() - t0
+        c.close()
+        check(closed and 2.5 < elapsed < 8, "a dribbling client: closed after %.1f s "
+              "(--request-read-timeout 3, --read-timeout 1)" % elapsed)
+        check(s.metric('vkf_serve_requests_total{path="other",status="408"}') == 1,
+              "/metrics counts the dribbling client as a 408")
         # A body that stops half way.
         c = socket.create_connection(("127.0.0.1", s.port))
         c.sendall(raw_request(s.port, b'{"q": "a long body"}')[:-8])
