@@ -12,6 +12,7 @@
 #include "engine/ops/loss_choice.h"
 #include "engine/ops/matmul_choice.h"
 #include "engine/ops/topk_choice.h"
+#include "engine/shader_bindings.h"
 #include "model/precision.h"
 
 namespace vkf::app {
@@ -64,6 +65,22 @@ std::string profile_report(DeviceInfo info, const std::string& profile_path) {
                       info.max_stage_resources, info.max_push_constant_bytes};
   s << "bindings: " << limits.storage_buffers << " storage buffers, " << limits.push_bytes
     << " bytes of push constants a kernel\n";
+  // Read from the kernels' SPIR-V: the ones this device cannot bind, refused by name when a run
+  // creates one (attention's backward and LayerNorm's forward are in every training step).
+  const std::vector<WideKernel> wide = kernels_over_storage_limit(limits.storage_buffers);
+  if (!wide.empty()) {
+    s << "refused: " << wide.size() << " kernels bind more storage buffers than the "
+      << limits.storage_buffers
+      << " a stage this device allows (maxPerStageDescriptorStorageBuffers):";
+    for (size_t i = 0; i < wide.size(); ++i) {
+      if (i == 8) {
+        s << " and " << wide.size() - i << " more";
+        break;
+      }
+      s << (i ? ", " : " ") << wide[i].name << " (" << wide[i].storage_buffers << ")";
+    }
+    s << "\n";
+  }
   return s.str();
 }
 
