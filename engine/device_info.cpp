@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "engine/error.h"
@@ -208,6 +209,18 @@ std::string DeviceInfo::driver_version_string() const {
       << VK_API_VERSION_PATCH(driver_version);
   }
   return s.str();
+}
+
+uint32_t DeviceInfo::mesa_major() const {
+  static constexpr std::string_view k_prefix = "Mesa ";
+  if (driver_info.compare(0, k_prefix.size(), k_prefix) != 0) return 0;
+  uint32_t major = 0;
+  size_t i = k_prefix.size();
+  for (; i < driver_info.size() && i < k_prefix.size() + 4 && driver_info[i] >= '0' &&
+         driver_info[i] <= '9';
+       ++i)
+    major = major * 10 + uint32_t(driver_info[i] - '0');
+  return i < driver_info.size() && driver_info[i] == '.' ? major : 0;
 }
 
 DeviceInfo query_device_info(VkPhysicalDevice physical, uint32_t index, VkInstance instance) {

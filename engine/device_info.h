@@ -138,6 +138,9 @@ struct DeviceInfo {
   std::string type_name() const;
   std::string vendor_name() const;
   std::string driver_version_string() const;
+  // Mesa's major version, read from driver_info ("Mesa 25.0.7 (LLVM 15.0.6)": Mesa's drivers
+  // report no version in driver_version); 0 for other drivers.
+  uint32_t mesa_major() const;
 };
 
 // `instance` is the one `physical` came from; without it, capabilities that only an

@@ -25,7 +25,7 @@ ops::AttentionTiles attention_default(const DeviceInfo& info, const ops::Attenti
     const uint32_t len = p.kernel == ops::AttentionKernel::backward_kv ? p.len_k : p.len_q;
     const uint32_t lanes = std::max(1u, info.subgroup_size);
     t.rows = std::max(1u, std::min(t.rows, (len + lanes - 1) / lanes));
-    t.unroll = info.subgroup_size >= 16 ? Unroll::unrolled : Unroll::rolled;
+    t.unroll = ops::attention_default_unroll(info);
   }
   return t;
 }
@@ -39,9 +39,14 @@ std::vector<ops::AttentionTiles> attention_candidates(const DeviceInfo& info,
   const bool forward = p.kernel == ops::AttentionKernel::forward;
   const Unroll forward_unroll =
       prior.path == ops::AttentionPath::rows ? prior.unroll : Unroll::unrolled;
+  // Where the driver compiles the rows kernels slowly (ops::slow_rows_compiler), each compile
+  // of more than 2 rows a lane or an unrolled loop takes minutes at d 64, past any budget the
+  // tuner is given: those are not tried there.
+  const bool slow = ops::slow_rows_compiler(info);
   for (uint32_t rows : {1u, 2u, 3u, 4u, 6u, 8u})
     for (Unroll u : {Unroll::rolled, Unroll::unrolled}) {
       if (forward && u != forward_unroll) continue;
+      if (slow && (rows > 2 || u == Unroll::unrolled)) continue;
       ops::AttentionTiles t;
       t.path = ops::AttentionPath::rows;
       t.rows = rows;

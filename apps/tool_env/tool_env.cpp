@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "engine/error.h"
+#include "engine/stop_request.h"
 
 namespace vkf::tool {
 namespace {
@@ -69,6 +70,11 @@ DeviceOptions device_options(DeviceOptions base) {
                    "vkf: compiling kernels: %.0f s so far (the driver compiles %u new kernels at "
                    "their first dispatch)\n",
                    seconds, kernels);
+      // A submitted command buffer cannot be taken back: a stop waits for the compile to end.
+      if (stop_requested())
+        std::fprintf(stderr,
+                     "vkf: the stop takes effect when the driver's compile ends (it cannot be "
+                     "interrupted); signal again to leave at once\n");
     };
   }
   return base;

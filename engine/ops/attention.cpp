@@ -136,9 +136,7 @@ AttentionTiles pick(Device& dev, AttentionKernel kernel, AttentionTiles forced,
                    rows,
                    unroll};
   if (t.path == AttentionPath::rows) {
-    if (t.unroll == AttentionTiles::Unroll::automatic)
-      t.unroll = info.subgroup_size >= 16 ? AttentionTiles::Unroll::unrolled
-                                          : AttentionTiles::Unroll::rolled;
+    if (t.unroll == AttentionTiles::Unroll::automatic) t.unroll = attention_default_unroll(info);
     if (!rows_supported(info))
       throw Error("attention: the rows path needs a subgroup of 4..32 lanes, a multiple of 4; " +
                   info.name + " has " + std::to_string(info.subgroup_size));
@@ -305,7 +303,28 @@ AttentionTiles attention_default_tiles(const DeviceInfo& info, AttentionKernel k
   // Rows per lane: each row a lane owns reuses every shuffled K/V (or Q/dO) element once more,
   // but its vectors (d_k + d_v floats, twice that for dK/dV) must stay near the registers.
   t.rows = std::max(d_k, d_v) <= 64 ? 4 : 2;
+  if (slow_rows_compiler(info)) t.rows = 1;  // see attention_default_unroll
+  if (t.path == AttentionPath::rows) t.unroll = attention_default_unroll(info);
   return t;
+}
+
+AttentionTiles::Unroll attention_default_unroll(const DeviceInfo& info) {
+  // Where the driver compiles the rows kernels slowly: the first dispatch of the three kernels at
+  // d 64 with dropout (each kernel's compile) took 442 s at 4 rows a lane rolled, 402 s at 2
+  // rows unrolled, 190 s at 2 rolled and 86 s at 1 rolled, where Mesa 22.3 takes 64 s at 4 rows
+  // unrolled: compile time grows with the rows and doubles unrolled. The default there is what
+  // compiles in about the time other drivers take (1 row, rolled); a tuning run (vkf tune) may
+  // still pick more rows where the run time pays for the compile.
+  if (slow_rows_compiler(info)) return AttentionTiles::Unroll::rolled;
+  // Elsewhere unrolled at 16 lanes and more (constant shuffle indices ran the backward 1.8-2.3x
+  // faster there), rolled at 8, where unrolling costs more than it saves.
+  return info.subgroup_size >= 16 ? AttentionTiles::Unroll::unrolled
+                                  : AttentionTiles::Unroll::rolled;
+}
+
+bool slow_rows_compiler(const DeviceInfo& info) {
+  // Measured on 25.0.7 (bookworm-backports), on 22.3.6 and 26.1 (both LLVM 15 or newer, fast).
+  return info.is_cpu() && info.mesa_major() == 25;
 }
 
 namespace {

@@ -87,9 +87,14 @@ enum class AttentionKernel { forward, backward_kv, backward_q };
 
 // The configuration `kernel` uses on `info` for these head dims when none is forced: the path
 // `automatic` resolves to, the tiled path's tiles and the rows path's rows per lane (the latter
-// capped by the sequence length when the kernel runs).
+// capped by the sequence length when the kernel runs) and query loop (unroll).
 AttentionTiles attention_default_tiles(const DeviceInfo& info, AttentionKernel kernel, uint32_t d_k,
                                        uint32_t d_v);
+// The rows path's default query loop (the backward kernels'; the forward is always unrolled).
+AttentionTiles::Unroll attention_default_unroll(const DeviceInfo& info);
+// Whether `info`'s driver compiles the rows kernels far more slowly than others (Mesa 25's
+// lavapipe: minutes a kernel at d 64), so that the default takes 1 row a lane, rolled.
+bool slow_rows_compiler(const DeviceInfo& info);
 // Shared memory `kernel` needs with `tiles`, in bytes (0 on the rows path).
 uint32_t attention_shared_bytes(AttentionKernel kernel, const AttentionTiles& tiles, uint32_t d_k,
                                 uint32_t d_v);

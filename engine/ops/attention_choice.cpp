@@ -90,10 +90,13 @@ AttentionChoice choose_attention(const DeviceInfo& info, const Tuning* tuning,
   // follows the subgroup width: both left to the op.
   t.rows = 0;
   t.unroll = AttentionTiles::Unroll::automatic;
+  const bool slow = t.path == AttentionPath::rows && slow_rows_compiler(info);
   return {t, ConfigSource::table,
           std::string("default: ") +
               (t.path == AttentionPath::rows ? "rows path (CPU device)" : "tiled path") + ", " +
-              describe(t) + passed_over};
+              describe(t) +
+              (slow ? " (1 row a lane, rolled: this driver takes minutes to compile more)" : "") +
+              passed_over};
 }
 
 }  // namespace vkf::ops

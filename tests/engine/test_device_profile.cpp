@@ -1,6 +1,7 @@
 // A device profile applied to a DeviceInfo (engine/device_profile.h), the kernel bindings a
 // device's per-stage limits allow (engine/kernel.h) and default choices that must fit a
 // profile's device: host code only, no device.
+#include <algorithm>
 #include <fstream>
 
 #include "engine/device_profile.h"
@@ -8,6 +9,8 @@
 #include "engine/kernel.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/topk_choice.h"
+#include "engine/shader_bindings.h"
+#include "engine/shader_registry.h"
 #include "tests/support/fake_devices.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/vk_test.h"
@@ -109,4 +112,52 @@ TEST_CASE("the default choices fit a profile's device: top-k chunk, attention pa
   basic.subgroup_shuffle = false;
   CHECK(ops::attention_default_tiles(basic, ops::AttentionKernel::forward, 64, 64).path ==
         ops::AttentionPath::tiled);
+}
+
+TEST_CASE("a driver that compiles the rows kernels slowly gets the rows path's cheapest default",
+          "[engine][profile]") {
+  DeviceInfo info = test::fake_cpu_info(16);
+  auto tiles = [&](uint32_t d) {
+    return ops::attention_default_tiles(info, ops::AttentionKernel::backward_kv, d, d);
+  };
+  using Unroll = ops::AttentionTiles::Unroll;
+  for (const char* fast : {"Mesa 22.3.6 (LLVM 15.0.6)", "Mesa 26.1.0 (LLVM 19.1.7)", ""}) {
+    info.driver_info = fast;
+    CHECK_FALSE(ops::slow_rows_compiler(info));
+    CHECK(tiles(64).rows == 4);
+    CHECK(tiles(128).rows == 2);
+    CHECK(tiles(64).unroll == Unroll::unrolled);  // 16 lanes
+  }
+  // Mesa 25.0's lavapipe: minutes a kernel at d 64 with 4 rows a lane (engine/ops/attention.cpp).
+  info.driver_info = "Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)";
+  CHECK(info.mesa_major() == 25);
+  CHECK(ops::slow_rows_compiler(info));
+  CHECK(tiles(64).rows == 1);
+  CHECK(tiles(128).rows == 1);
+  CHECK(tiles(64).unroll == Unroll::rolled);
+  CHECK(ops::attention_default_unroll(info) == Unroll::rolled);
+  // Only a CPU device's Mesa (a GPU's Mesa driver compiles with its own backend), only "Mesa N.".
+  info.type = VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
+  CHECK_FALSE(ops::slow_rows_compiler(info));
+  for (const char* other : {"Mesa25.0", "Mesa 25", "NVIDIA 25.0", "Mesa 123456.1"}) {
+    info.driver_info = other;
+    CHECK(info.mesa_major() == 0);
+  }
+}
+
+TEST_CASE("the storage buffers a kernel binds are read from its SPIR-V", "[engine][profile]") {
+  // Counted by hand from the shaders' layout declarations (aliased views of a binding once).
+  CHECK(spirv_storage_buffers(shaders::find("attention_backward_kv")) == 11);
+  CHECK(spirv_storage_buffers(shaders::find("attention_forward")) == 8);
+  CHECK(spirv_storage_buffers(shaders::find("layer_norm_forward")) == 9);
+  CHECK(spirv_storage_buffers(shaders::find("layer_norm_forward_texel")) == 5);  // + 4 texel views
+  const std::vector<uint32_t> not_spirv = {1, 2, 3, 4, 5, 6};
+  CHECK(spirv_storage_buffers(not_spirv) == 0);
+  // A device of 8 a stage (the Raspberry Pi's V3DV) cannot bind attention's backward.
+  const auto wide = kernels_over_storage_limit(8);
+  REQUIRE(!wide.empty());
+  CHECK(wide.front().storage_buffers == 11);
+  CHECK(std::any_of(wide.begin(), wide.end(),
+                    [](const WideKernel& k) { return k.name == "layer_norm_forward"; }));
+  CHECK(kernels_over_storage_limit(200).empty());  // VP_KHR_roadmap_2022's minimum
 }

@@ -722,3 +722,33 @@ TEST_CASE("tuning file: attention, LayerNorm and cross-entropy entries round-tri
       read_tuning_file(edited("\"reads\": \"texel\",\n        \"reduce\"", "\"reduce\""));
   CHECK(old.layer_norm.at(0).config.reads == ops::RowKernelConfig::Reads::automatic);
 }
+
+TEST_CASE(
+    "family tuners: on a driver that compiles the rows kernels slowly, no minutes-long "
+    "candidate",
+    "[shaders][tune]") {
+  DeviceInfo info = test::fake_cpu_info(16);
+  info.driver_info = "Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)";
+  for (auto kernel : {ops::AttentionKernel::forward, ops::AttentionKernel::backward_kv,
+                      ops::AttentionKernel::backward_q}) {
+    const ops::AttentionProblem p{DType::f32, kernel, 64, 64, 128, 128, true};
+    const auto cands = tune::attention_candidates(info, p);
+    REQUIRE(!cands.empty());
+    CHECK(cands.front().rows == 1);  // the default, first
+    size_t rows_path = 0;
+    for (const ops::AttentionTiles& t : cands)
+      if (t.path == ops::AttentionPath::rows) {
+        ++rows_path;
+        CHECK(t.rows <= 2);
+        CHECK(t.unroll == ops::AttentionTiles::Unroll::rolled);
+      }
+    CHECK(rows_path == 2);  // 1 and 2 rows a lane, rolled
+  }
+  info.driver_info = "Mesa 22.3.6 (LLVM 15.0.6)";  // elsewhere, every rows candidate
+  const ops::AttentionProblem p{DType::f32, ops::AttentionKernel::backward_kv, 64, 64, 128, 128,
+                                true};
+  size_t rows_path = 0;
+  for (const ops::AttentionTiles& t : tune::attention_candidates(info, p))
+    rows_path += t.path == ops::AttentionPath::rows ? 1 : 0;
+  CHECK(rows_path == 12);
+}
