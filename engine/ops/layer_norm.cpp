@@ -9,6 +9,8 @@
 #include "engine/error.h"
 #include "engine/launch.h"
 #include "engine/ops/layer_norm_choice.h"
+#include "engine/shader_bindings.h"
+#include "engine/shader_registry.h"
 #include "engine/step_scalars.h"
 
 namespace vkf::ops {
@@ -148,7 +150,17 @@ RowPlan plan_rows(const Device& dev, const PlanRequest& q, const std::string& ba
     asked = choose_layer_norm(dev.info(), dev.tuning(), {q.dtype, q.backward, q.rows, q.d}).config;
   const RowReduce r = resolve_reduce(dev, asked.reduce, q.d, op);
   const uint32_t wg = pick_workgroup(dev, q.d, asked.workgroup_size, r, op);
-  const bool texel = use_texels(dev, q.texel_inputs, asked.reads, reads_forced, op);
+  const std::string reduce = r == RowReduce::shared     ? ""
+                             : r == RowReduce::subgroup ? "_sg"
+                                                        : "_sgrow";
+  bool texel = use_texels(dev, q.texel_inputs, asked.reads, reads_forced, op);
+  // A device that cannot bind the storage variant's buffers (the forward binds 9, Mesa's V3DV
+  // allows 8 a stage) reads the inputs through texel views instead, where they can take them;
+  // else the kernel is refused by name when it is created.
+  if (!texel && !reads_forced &&
+      spirv_storage_buffers(shaders::find(with_dtype(base + reduce, q.dtype))) >
+          dev.info().max_stage_storage_buffers)
+    texel = use_texels(dev, q.texel_inputs, RowKernelConfig::Reads::texel, false, op);
   const std::string reads = texel ? "_texel" : "";
   if (r == RowReduce::shared)
     return {base + reads, wg, 1, groups_1d(q.rows, 1), kept_runs(dev, q.d, wg), texel};
