@@ -13,21 +13,29 @@
 namespace vkf::serve {
 namespace {
 
-bool address_matches(const sockaddr_storage& a, const std::string& addr, int port) {
+struct Address {
+  std::string host;  // "" for a family other than IPv4 or IPv6
+  int port = -1;
+};
+
+Address address_of(const sockaddr_storage& a) {
   char text[INET6_ADDRSTRLEN] = {};
-  int p = -1;
   if (a.ss_family == AF_INET) {
     const auto& in = reinterpret_cast<const sockaddr_in&>(a);
     inet_ntop(AF_INET, &in.sin_addr, text, sizeof text);
-    p = ntohs(in.sin_port);
-  } else if (a.ss_family == AF_INET6) {
+    return {text, ntohs(in.sin_port)};
+  }
+  if (a.ss_family == AF_INET6) {
     const auto& in = reinterpret_cast<const sockaddr_in6&>(a);
     inet_ntop(AF_INET6, &in.sin6_addr, text, sizeof text);
-    p = ntohs(in.sin6_port);
-  } else {
-    return false;
+    return {text, ntohs(in.sin6_port)};
   }
-  return p == port && (addr.empty() || addr == text);
+  return {};
+}
+
+bool address_matches(const sockaddr_storage& a, const std::string& addr, int port) {
+  const Address x = address_of(a);
+  return x.port >= 0 && x.port == port && (addr.empty() || addr == x.host);
 }
 
 // The first socket descriptor of the process for which `match(fd)` holds, or -1.
@@ -51,22 +59,6 @@ int find_socket(F&& match) {
   return found;
 }
 
-// "addr:port" of a socket address.
-std::string address_text(const sockaddr_storage& a) {
-  char text[INET6_ADDRSTRLEN] = {};
-  int port = 0;
-  if (a.ss_family == AF_INET) {
-    const auto& in = reinterpret_cast<const sockaddr_in&>(a);
-    inet_ntop(AF_INET, &in.sin_addr, text, sizeof text);
-    port = ntohs(in.sin_port);
-  } else if (a.ss_family == AF_INET6) {
-    const auto& in = reinterpret_cast<const sockaddr_in6&>(a);
-    inet_ntop(AF_INET6, &in.sin6_addr, text, sizeof text);
-    port = ntohs(in.sin6_port);
-  }
-  return std::string(text) + ":" + std::to_string(port);
-}
-
 }  // namespace
 
 std::vector<PortConnection> connections_on(int local_port) {
@@ -76,8 +68,10 @@ std::vector<PortConnection> connections_on(int local_port) {
     socklen_t pl = sizeof peer, ll = sizeof local;
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) == 0 &&
         address_matches(local, "", local_port) &&
-        getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0)
-      out.push_back({fd, socket_inode(fd), address_text(peer)});
+        getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0) {
+      const Address p = address_of(peer);
+      out.push_back({fd, socket_inode(fd), p.host + ":" + std::to_string(p.port)});
+    }
     return false;  // every one
   });
   return out;
