@@ -296,6 +296,13 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
                 c->function == VK_LAYER_LINK_INFO))
     c = static_cast<const VkLayerDeviceCreateInfo*>(c->pNext);
   if (!c) return VK_ERROR_INITIALIZATION_FAILED;
+  // What the profiled device does not have is refused, as its driver would refuse it.
+  if (const std::string why = refused_request(profile(), *info); !why.empty()) {
+    std::fprintf(stderr, "%s: vkCreateDevice asks for the %s, which profile %s leaves out\n",
+                 k_layer_name, why.c_str(), profile().name.c_str());
+    return why.rfind("extension", 0) == 0 ? VK_ERROR_EXTENSION_NOT_PRESENT
+                                          : VK_ERROR_FEATURE_NOT_PRESENT;
+  }
   auto* link = const_cast<VkLayerDeviceCreateInfo*>(c);
   PFN_vkGetInstanceProcAddr gipa = link->u.pLayerInfo->pfnNextGetInstanceProcAddr;
   PFN_vkGetDeviceProcAddr gdpa = link->u.pLayerInfo->pfnNextGetDeviceProcAddr;

@@ -445,4 +445,28 @@ bool extension_allowed(const Profile& p, const char* name) {
   return !p.extensions || p.extensions->count(name) != 0;
 }
 
+std::string refused_request(const Profile& p, const VkDeviceCreateInfo& info) {
+  for (uint32_t i = 0; i < info.enabledExtensionCount; ++i)
+    if (!extension_allowed(p, info.ppEnabledExtensionNames[i]))
+      return std::string("extension ") + info.ppEnabledExtensionNames[i];
+  auto on = [](const void* s, size_t offset) {
+    return *reinterpret_cast<const VkBool32*>(static_cast<const char*>(s) + offset) == VK_TRUE;
+  };
+  for (const FeatureField& f : k_features) {
+    const auto it = p.features.find(f.name);
+    if (it == p.features.end() || it->second) continue;  // the profile leaves it as it is
+    bool asked = false;
+    if (f.type == VkStructureType(0) && info.pEnabledFeatures)
+      asked = on(info.pEnabledFeatures, f.offset);
+    for (auto* s = static_cast<const VkBaseInStructure*>(info.pNext); s && !asked; s = s->pNext) {
+      if (f.type == VkStructureType(0) && s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2)
+        asked = on(&reinterpret_cast<const VkPhysicalDeviceFeatures2*>(s)->features, f.offset);
+      else if (f.type != VkStructureType(0) && s->sType == f.type)
+        asked = on(s, f.offset);
+    }
+    if (asked) return std::string("feature ") + f.name;
+  }
+  return "";
+}
+
 }  // namespace vkf::profile_layer

@@ -52,5 +52,8 @@ void apply_features_chain(const Profile& p, void* pnext);
 void apply_memory(const Profile& p, VkPhysicalDeviceMemoryProperties& m);
 void apply_queue_family(const Profile& p, VkQueueFamilyProperties& q);
 bool extension_allowed(const Profile& p, const char* name);
+// What a vkCreateDevice asks for that the profile leaves out ("extension VK_...", "feature
+// shaderFloat16"), or "": a real device without it would refuse the call.
+std::string refused_request(const Profile& p, const VkDeviceCreateInfo& info);
 
 }  // namespace vkf::profile_layer

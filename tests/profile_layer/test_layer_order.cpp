@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -148,6 +149,33 @@ int main(int argc, char** argv) {
   vkDestroyPipelineLayout(device, layout, nullptr);
   vkDestroyDescriptorSetLayout(device, set_layout, nullptr);
   vkDestroyDevice(device, nullptr);
+
+  // A device asking for an extension or a feature the profile leaves out, both of which
+  // lavapipe itself has (VK_KHR_shader_float16_int8, shaderFloat16): with the profile in the
+  // chain (above or below validation) vkCreateDevice fails as the profiled device's driver
+  // would, with VK_ERROR_EXTENSION_NOT_PRESENT and VK_ERROR_FEATURE_NOT_PRESENT; without it,
+  // lavapipe creates both.
+  const char* float16 = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
+  VkDeviceCreateInfo with_extension = di;
+  with_extension.enabledExtensionCount = 1;
+  with_extension.ppEnabledExtensionNames = &float16;
+  VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  v12.shaderFloat16 = VK_TRUE;
+  VkDeviceCreateInfo with_feature = di;
+  with_feature.pNext = &v12;
+  bool requests_ok = true;
+  for (const auto& [request, refused] : {std::pair{&with_extension, VK_ERROR_EXTENSION_NOT_PRESENT},
+                                         std::pair{&with_feature, VK_ERROR_FEATURE_NOT_PRESENT}}) {
+    VkDevice asking = VK_NULL_HANDLE;
+    const VkResult r = vkCreateDevice(pd, request, nullptr, &asking);
+    if (r == VK_SUCCESS) vkDestroyDevice(asking, nullptr);
+    const VkResult want = expect_profile ? refused : VK_SUCCESS;
+    if (r != want) {
+      std::printf("FAIL: vkCreateDevice asking for what the profile leaves out gave %d, not %d\n",
+                  int(r), int(want));
+      requests_ok = false;
+    }
+  }
   destroy_messenger(instance, messenger_handle, nullptr);
   vkDestroyInstance(instance, nullptr);
 
@@ -161,6 +189,7 @@ int main(int argc, char** argv) {
     std::printf("FAIL: the limits seen are%s the profile's\n", profile_seen ? "" : " not");
     return 1;
   }
+  if (!requests_ok) return 1;
   if (!expect_errors) {
     if (!g_messages.empty()) std::printf("FAIL: validation messages in mode %s\n", mode.c_str());
     return g_messages.empty() ? 0 : 1;
