@@ -223,6 +223,8 @@ uint32_t texel_bytes(VkFormat format) {
     case VK_FORMAT_R16G16B16A16_SFLOAT:
       return 8;
     case VK_FORMAT_R32_SFLOAT:
+    case VK_FORMAT_R32_SINT:
+    case VK_FORMAT_R32_UINT:
       return 4;
     case VK_FORMAT_R16_SFLOAT:
       return 2;

@@ -43,7 +43,9 @@ inline Arg in_texels(const BufferRef& b, VkFormat format) {
 // DeviceInfo::texel_buffer_alignment, or no whole texel / more than the device's limit. The view
 // covers the whole texels of `buffer` (size / texel_bytes(format)).
 std::string texel_view_misfit(const DeviceInfo& info, const BufferRef& buffer, VkFormat format);
-// Bytes per texel of the formats texel views take (RGBA32F/RGBA16F/R32F/R16F); 0 for any other.
+// Bytes per texel of the formats texel views take (RGBA32F/RGBA16F/R32F/R16F, and R32I/R32UI
+// for integers); 0 for any other. The one-component 32-bit formats are mandatory for uniform
+// texel buffers; the RGBA ones are checked (DeviceInfo::texel_rgba32f/16f).
 uint32_t texel_bytes(VkFormat format);
 
 inline Arg out(const BufferRef& b) {

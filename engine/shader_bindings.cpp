@@ -55,7 +55,13 @@ std::vector<WideKernel> kernels_over_storage_limit(uint32_t limit) {
   std::vector<WideKernel> out;
   for (std::string_view name : shaders::names()) {
     const uint32_t n = spirv_storage_buffers(shaders::find(name));
-    if (n > limit) out.push_back({std::string(name), n});
+    if (n <= limit) continue;
+    std::string twin(name);
+    const bool f16 = twin.ends_with("_f16");
+    twin.insert(f16 ? twin.size() - 4 : twin.size(), "_texel");
+    const std::span<const uint32_t> twin_spirv = shaders::find(twin);
+    if (twin_spirv.empty() || spirv_storage_buffers(twin_spirv) > limit) twin.clear();
+    out.push_back({std::string(name), n, twin});
   }
   std::stable_sort(out.begin(), out.end(), [](const WideKernel& a, const WideKernel& b) {
     return a.storage_buffers > b.storage_buffers;

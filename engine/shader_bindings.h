@@ -18,6 +18,10 @@ uint32_t spirv_storage_buffers(std::span<const uint32_t> spirv);
 struct WideKernel {
   std::string name;
   uint32_t storage_buffers = 0;
+  // Its _texel twin ("<name>_texel", before any "_f16"), when one is built and fits: the engine
+  // then takes the twin, which reads some inputs through texel views (LayerNorm's forward,
+  // attention's backward). "" when the kernel is refused.
+  std::string texel_twin;
 };
 // The built shaders that bind more than `limit` storage buffers, widest first.
 std::vector<WideKernel> kernels_over_storage_limit(uint32_t limit);

@@ -5,11 +5,16 @@
 // Each output is owned by one thread: deterministic, no atomics.
 // Grid: (ceil(len_q / BR), heads, batch).
 // vkf-variant: attention_backward_q_f16 VKF_F16=1
+// vkf-variant: attention_backward_q_texel VKF_TEXEL_TAIL=1
+// vkf-variant: attention_backward_q_texel_f16 VKF_TEXEL_TAIL=1 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #ifdef VKF_F16
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
+#ifdef VKF_TEXEL_TAIL
+#extension GL_EXT_samplerless_texture_functions : require
 #endif
 #define ATT_BINDING_LENGTHS 7
 #include "attention_common.glsl"

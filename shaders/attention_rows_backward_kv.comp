@@ -14,6 +14,10 @@
 // vkf-variant: attention_rows_backward_kv_f16 VKF_F16=1
 // vkf-variant: attention_rows_backward_kv_unrolled VKF_UNROLL_QUERIES=1
 // vkf-variant: attention_rows_backward_kv_unrolled_f16 VKF_UNROLL_QUERIES=1 VKF_F16=1
+// vkf-variant: attention_rows_backward_kv_texel VKF_TEXEL_TAIL=1
+// vkf-variant: attention_rows_backward_kv_texel_f16 VKF_TEXEL_TAIL=1 VKF_F16=1
+// vkf-variant: attention_rows_backward_kv_unrolled_texel VKF_UNROLL_QUERIES=1 VKF_TEXEL_TAIL=1
+// vkf-variant: attention_rows_backward_kv_unrolled_texel_f16 VKF_UNROLL_QUERIES=1 VKF_TEXEL_TAIL=1 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -21,6 +25,9 @@
 #ifdef VKF_F16
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
+#ifdef VKF_TEXEL_TAIL
+#extension GL_EXT_samplerless_texture_functions : require
 #endif
 #define ATT_BINDING_LENGTHS 8
 #define ATT_ROWS 1

@@ -9,6 +9,10 @@
 // vkf-variant: attention_rows_backward_q_f16 VKF_F16=1
 // vkf-variant: attention_rows_backward_q_unrolled VKF_UNROLL_QUERIES=1
 // vkf-variant: attention_rows_backward_q_unrolled_f16 VKF_UNROLL_QUERIES=1 VKF_F16=1
+// vkf-variant: attention_rows_backward_q_texel VKF_TEXEL_TAIL=1
+// vkf-variant: attention_rows_backward_q_texel_f16 VKF_TEXEL_TAIL=1 VKF_F16=1
+// vkf-variant: attention_rows_backward_q_unrolled_texel VKF_UNROLL_QUERIES=1 VKF_TEXEL_TAIL=1
+// vkf-variant: attention_rows_backward_q_unrolled_texel_f16 VKF_UNROLL_QUERIES=1 VKF_TEXEL_TAIL=1 VKF_F16=1
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -16,6 +20,9 @@
 #ifdef VKF_F16
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
+#ifdef VKF_TEXEL_TAIL
+#extension GL_EXT_samplerless_texture_functions : require
 #endif
 #define ATT_BINDING_LENGTHS 7
 #define ATT_ROWS 1

@@ -66,20 +66,31 @@ std::string profile_report(DeviceInfo info, const std::string& profile_path) {
   s << "bindings: " << limits.storage_buffers << " storage buffers, " << limits.push_bytes
     << " bytes of push constants a kernel\n";
   // Read from the kernels' SPIR-V: the ones this device cannot bind, refused by name when a run
-  // creates one (attention's backward and LayerNorm's forward are in every training step).
-  const std::vector<WideKernel> wide = kernels_over_storage_limit(limits.storage_buffers);
-  if (!wide.empty()) {
-    s << "refused: " << wide.size() << " kernels bind more storage buffers than the "
-      << limits.storage_buffers
-      << " a stage this device allows (maxPerStageDescriptorStorageBuffers):";
-    for (size_t i = 0; i < wide.size(); ++i) {
+  // creates one, and those the engine replaces by their _texel twin (LayerNorm's forward and
+  // attention's backward, in every training step), which read some inputs through texel views.
+  std::vector<WideKernel> refused, twinned;
+  for (WideKernel& k : kernels_over_storage_limit(limits.storage_buffers))
+    (k.texel_twin.empty() ? refused : twinned).push_back(std::move(k));
+  auto list = [&s](const std::vector<WideKernel>& kernels) {
+    for (size_t i = 0; i < kernels.size(); ++i) {
       if (i == 8) {
-        s << " and " << wide.size() - i << " more";
+        s << " and " << kernels.size() - i << " more";
         break;
       }
-      s << (i ? ", " : " ") << wide[i].name << " (" << wide[i].storage_buffers << ")";
+      s << (i ? ", " : " ") << kernels[i].name << " (" << kernels[i].storage_buffers << ")";
     }
     s << "\n";
+  };
+  if (!twinned.empty()) {
+    s << "through texel views: " << twinned.size() << " kernels bind more storage buffers than the "
+      << limits.storage_buffers << " a stage allows, and their _texel twins fit:";
+    list(twinned);
+  }
+  if (!refused.empty()) {
+    s << "refused: " << refused.size() << " kernels bind more storage buffers than the "
+      << limits.storage_buffers
+      << " a stage this device allows (maxPerStageDescriptorStorageBuffers):";
+    list(refused);
   }
   return s.str();
 }

@@ -9,6 +9,8 @@
 #include "engine/error.h"
 #include "engine/launch.h"
 #include "engine/ops/attention_choice.h"
+#include "engine/shader_bindings.h"
+#include "engine/shader_registry.h"
 #include "engine/step_scalars.h"
 
 namespace vkf::ops {
@@ -209,6 +211,27 @@ std::vector<Arg> tail_args(const AttentionArgs& a) {
           in(a.scalars.valid() ? a.scalars : a.q)};
 }
 
+// The same three as texel views, for the _texel variants (attention_common.glsl, VKF_TEXEL_TAIL).
+// An absent one views a present one, or LSE's first word: it is not read, but its descriptor
+// must be a valid view, and q may be fp16 or too long for one.
+std::vector<Arg> tail_texel_args(const AttentionArgs& a) {
+  const BufferRef any = a.key_len.valid()   ? a.key_len
+                        : a.q_len.valid()   ? a.q_len
+                        : a.scalars.valid() ? a.scalars
+                                            : a.lse.slice(0, sizeof(float));
+  return {in_texels(a.key_len.valid() ? a.key_len : any, VK_FORMAT_R32_SINT),
+          in_texels(a.q_len.valid() ? a.q_len : any, VK_FORMAT_R32_SINT),
+          in_texels(a.scalars.valid() ? a.scalars : any, VK_FORMAT_R32_UINT)};
+}
+
+// Whether `kernel`'s storage-buffer variant binds more storage buffers than a stage of `info`
+// may (the backward kernels bind 10 and 11; Mesa's V3DV allows 8), so that its _texel variant
+// reads the masks and step scalars through texel views instead.
+bool needs_texel_tail(const DeviceInfo& info, AttentionKernel kind, const std::string& kernel) {
+  return kind != AttentionKernel::forward &&
+         spirv_storage_buffers(shaders::find(kernel)) > info.max_stage_storage_buffers;
+}
+
 // Specialization constants of the rows kernels (shaders/common/attention_common.glsl, ATT_ROWS):
 // lanes, rows per lane, (unused), d_k, d_v, 4-vector views, dropout, 4-aligned mask runs.
 std::vector<uint32_t> rows_spec(const DeviceInfo& info, AttentionKernel kernel, uint32_t rows,
@@ -337,17 +360,22 @@ namespace {
 void dispatch_on_path(Device& dev, Recorder& rec, AttentionKernel kind, const std::string& name,
                       const AttentionTiles& t, const AttentionArgs& a, std::vector<Arg> args,
                       uint32_t len) {
-  for (const Arg& x : tail_args(a)) args.push_back(x);
+  // The backward kernels come rolled or unrolled on the rows path (AttentionTiles::unroll); the
+  // forward is always unrolled.
+  const bool unrolled = t.path == AttentionPath::rows && kind != AttentionKernel::forward &&
+                        t.unroll == AttentionTiles::Unroll::unrolled;
+  const std::string base = (t.path == AttentionPath::rows ? "attention_rows_" : "attention_") +
+                           name + (unrolled ? "_unrolled" : "");
+  const bool texel_tail = needs_texel_tail(dev.info(), kind, kernel_name(base.c_str(), a.dtype));
+  const uint32_t first_tail = uint32_t(args.size());
+  for (const Arg& x : texel_tail ? tail_texel_args(a) : tail_args(a)) args.push_back(x);
+  const std::string kernel = kernel_name((base + (texel_tail ? "_texel" : "")).c_str(), a.dtype);
+  const uint32_t texel_bits = texel_tail ? 0x7u << first_tail : 0u;
   const Push push = make_push(a);
   const uint32_t bindings = uint32_t(args.size());
   if (t.path == AttentionPath::rows) {
-    // The backward kernels come rolled or unrolled (AttentionTiles::unroll); the forward is
-    // always unrolled.
-    const bool unrolled =
-        kind != AttentionKernel::forward && t.unroll == AttentionTiles::Unroll::unrolled;
-    const std::string base = "attention_rows_" + name + (unrolled ? "_unrolled" : "");
-    KernelSpec spec{kernel_name(base.c_str(), a.dtype), bindings, sizeof push,
-                    rows_spec(dev.info(), kind, t.rows, a)};
+    KernelSpec spec{kernel, bindings, sizeof push, rows_spec(dev.info(), kind, t.rows, a)};
+    spec.texel_buffers = texel_bits;
     // The kernels take gl_SubgroupInvocationID for the lane and shuffle across all WG lanes, so
     // the workgroup must be one subgroup of exactly subgroup_size lanes. A device whose
     // subgroup size varies by pipeline (Intel's 8..32, say) may otherwise compile a 32-wide
@@ -361,10 +389,9 @@ void dispatch_on_path(Device& dev, Recorder& rec, AttentionKernel kind, const st
                  tile_groups(len, dev.info().subgroup_size * t.rows, a));
     return;
   }
-  const Kernel& k = dev.kernel({kernel_name(("attention_" + name).c_str(), a.dtype),
-                                bindings,
-                                sizeof push,
-                                {t.workgroup, t.block_q, t.block_k, a.d_k, a.d_v}});
+  KernelSpec spec{kernel, bindings, sizeof push, {t.workgroup, t.block_q, t.block_k, a.d_k, a.d_v}};
+  spec.texel_buffers = texel_bits;
+  const Kernel& k = dev.kernel(spec);
   rec.dispatch(k, args, &push, sizeof push,
                tile_groups(len, kind == AttentionKernel::backward_kv ? t.block_k : t.block_q, a));
 }

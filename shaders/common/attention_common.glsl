@@ -55,26 +55,47 @@ uint o_at(uint b, uint h, uint i) { return b * pc.o_bs + h * pc.o_hs + i * pc.o_
 uint row_at(uint b, uint h, uint i) { return (b * pc.heads + h) * pc.len_q + i; }
 
 #ifdef ATT_BINDING_LENGTHS
+#ifdef VKF_TEXEL_TAIL
+// The _texel variants of the backward kernels: the masks and the step scalars through uniform
+// texel buffers (R32I, R32I and R32UI views), which no storage-buffer limit counts. dK/dV binds 8
+// storage buffers of its own, and a device whose stages bind only 8 (Mesa's V3DV) has no room
+// for three more. The including shader enables GL_EXT_samplerless_texture_functions.
+layout(binding = ATT_BINDING_LENGTHS) uniform itextureBuffer key_len_texels;
+layout(binding = ATT_BINDING_LENGTHS + 1) uniform itextureBuffer q_len_texels;
+layout(binding = ATT_BINDING_LENGTHS + 2) uniform utextureBuffer step_texels;
+int key_len_of(uint b) { return texelFetch(key_len_texels, int(b)).x; }
+int q_len_of(uint b) { return texelFetch(q_len_texels, int(b)).x; }
+// Words of StepScalars (shaders/common/step.glsl): step 0, seed 1, dropout_row 4.
+uint step_of() { return texelFetch(step_texels, 0).x; }
+uint seed_of() { return texelFetch(step_texels, 1).x; }
+uint dropout_row_of() { return texelFetch(step_texels, 4).x; }
+#else
 layout(std430, binding = ATT_BINDING_LENGTHS) readonly buffer KeyLen { int key_len[]; };
 layout(std430, binding = ATT_BINDING_LENGTHS + 1) readonly buffer QueryLen { int q_len[]; };
 layout(std430, binding = ATT_BINDING_LENGTHS + 2) readonly buffer Steps { StepScalars steps[]; };
+int key_len_of(uint b) { return key_len[b]; }
+int q_len_of(uint b) { return q_len[b]; }
+uint step_of() { return steps[0].step; }
+uint seed_of() { return steps[0].seed; }
+uint dropout_row_of() { return steps[0].dropout_row; }
+#endif
 
 // Dropout element of weight (b, h, i, j): batch row b counts from the step's dropout_row, so a
 // share of the batch draws the mask of its rows in the whole batch. Wraps modulo 2^32 like the
 // host twin. Reads the step buffer: call only with dropout on.
 uint drop_element(uint b, uint h, uint i, uint j) {
-  return row_at(b + steps[0].dropout_row, h, i) * pc.len_k + j;
+  return row_at(b + dropout_row_of(), h, i) * pc.len_k + j;
 }
 
 // Valid keys of batch b (before the causal mask).
 uint key_limit(uint b) {
   if ((pc.flags & F_KEY_LEN) == 0u) return pc.len_k;
-  return uint(clamp(key_len[b], 0, int(pc.len_k)));
+  return uint(clamp(key_len_of(b), 0, int(pc.len_k)));
 }
 // Valid query rows of batch b.
 uint query_limit(uint b) {
   if ((pc.flags & F_Q_LEN) == 0u) return pc.len_q;
-  return uint(clamp(q_len[b], 0, int(pc.len_q)));
+  return uint(clamp(q_len_of(b), 0, int(pc.len_q)));
 }
 // Keys [0, row_limit) are visible to row i.
 uint row_limit(uint i, uint klim, uint qlim) {
@@ -84,7 +105,7 @@ uint row_limit(uint i, uint klim, uint qlim) {
 // Inverted-dropout factor of weight (b, h, i, j); 1 when dropout is off.
 float drop_factor(uint b, uint h, uint i, uint j) {
   if ((pc.flags & F_DROPOUT) == 0u) return 1.0;
-  return dropout_scale(pc.dropout_p, steps[0].seed, steps[0].step, pc.tensor_id,
+  return dropout_scale(pc.dropout_p, seed_of(), step_of(), pc.tensor_id,
                        drop_element(b, h, i, j));
 }
 
@@ -93,7 +114,7 @@ float drop_factor(uint b, uint h, uint i, uint j) {
 // word, exactly as drop_factor computes it: a run of consecutive weights then costs one Philox
 // call per four weights instead of one per weight, with a bit-identical mask.
 uvec4 drop_words(uint ctr) {
-  return philox_block(steps[0].seed, steps[0].step, pc.tensor_id, ctr);
+  return philox_block(seed_of(), step_of(), pc.tensor_id, ctr);
 }
 float drop_from_word(uint bits) {
   return dropout_word_scale(bits, pc.dropout_p);

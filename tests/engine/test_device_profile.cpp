@@ -153,11 +153,27 @@ TEST_CASE("the storage buffers a kernel binds are read from its SPIR-V", "[engin
   CHECK(spirv_storage_buffers(shaders::find("layer_norm_forward_texel")) == 5);  // + 4 texel views
   const std::vector<uint32_t> not_spirv = {1, 2, 3, 4, 5, 6};
   CHECK(spirv_storage_buffers(not_spirv) == 0);
-  // A device of 8 a stage (the Raspberry Pi's V3DV) cannot bind attention's backward.
+  // The backward kernels' masks and step scalars through texel views: 8 and 7.
+  CHECK(spirv_storage_buffers(shaders::find("attention_backward_kv_texel")) == 8);
+  CHECK(spirv_storage_buffers(shaders::find("attention_backward_q_texel_f16")) == 7);
+  CHECK(spirv_storage_buffers(shaders::find("attention_rows_backward_kv_unrolled_texel")) == 8);
+  // A device of 8 a stage (the Raspberry Pi's V3DV) cannot bind attention's backward or
+  // LayerNorm's forward, and takes their _texel twins.
+  auto named = [](const std::vector<WideKernel>& wide, const std::string& name) {
+    const auto it =
+        std::find_if(wide.begin(), wide.end(), [&](const WideKernel& k) { return k.name == name; });
+    return it == wide.end() ? WideKernel{} : *it;
+  };
   const auto wide = kernels_over_storage_limit(8);
   REQUIRE(!wide.empty());
   CHECK(wide.front().storage_buffers == 11);
-  CHECK(std::any_of(wide.begin(), wide.end(),
-                    [](const WideKernel& k) { return k.name == "layer_norm_forward"; }));
+  CHECK(named(wide, "layer_norm_forward").texel_twin == "layer_norm_forward_texel");
+  CHECK(named(wide, "attention_backward_kv_f16").texel_twin == "attention_backward_kv_texel_f16");
+  CHECK(named(wide, "attention_rows_backward_q_unrolled").texel_twin ==
+        "attention_rows_backward_q_unrolled_texel");
+  // At Vulkan's minimum of 4 the twins do not fit either: refused.
+  const auto narrow = kernels_over_storage_limit(4);
+  CHECK(named(narrow, "attention_backward_kv").storage_buffers == 11);
+  CHECK(named(narrow, "attention_backward_kv").texel_twin.empty());
   CHECK(kernels_over_storage_limit(200).empty());  // VP_KHR_roadmap_2022's minimum
 }
