@@ -47,6 +47,15 @@ struct InstanceData {
 struct DeviceData {
   PFN_vkGetDeviceProcAddr next_gdpa = nullptr;
   PFN_vkDestroyDevice destroy = nullptr;
+  PFN_vkAllocateMemory allocate = nullptr;
+  PFN_vkFreeMemory free = nullptr;
+  // The profiled device's memory: its heaps' sizes bound what the device's allocations may hold
+  // together, and maxMemoryAllocationSize bounds each, as on a device that has no more.
+  VkPhysicalDeviceMemoryProperties memory{};
+  uint64_t max_allocation = UINT64_MAX;
+  std::mutex mutex;
+  uint64_t heap_used[VK_MAX_MEMORY_HEAPS] = {};
+  std::unordered_map<VkDeviceMemory, std::pair<uint32_t, uint64_t>> live;  // heap, bytes
 };
 
 std::mutex g_mutex;
@@ -141,6 +150,13 @@ VKAPI_ATTR void VKAPI_CALL
 GetPhysicalDeviceMemoryProperties2(VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties2* out) {
   instance_data(pd)->memory2(pd, out);
   apply_memory(profile(), out->memoryProperties);
+  // A heap's budget is never more than the heap.
+  for (auto* s = static_cast<VkBaseOutStructure*>(out->pNext); s; s = s->pNext)
+    if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT) {
+      auto* b = reinterpret_cast<VkPhysicalDeviceMemoryBudgetPropertiesEXT*>(s);
+      for (uint32_t i = 0; i < out->memoryProperties.memoryHeapCount; ++i)
+        b->heapBudget[i] = std::min(b->heapBudget[i], out->memoryProperties.memoryHeaps[i].size);
+    }
 }
 
 // The first `max_queue_families` families only (a device of one family is the common case).
@@ -314,6 +330,12 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
   auto d = std::make_shared<DeviceData>();
   d->next_gdpa = gdpa;
   d->destroy = reinterpret_cast<PFN_vkDestroyDevice>(gdpa(*out, "vkDestroyDevice"));
+  d->allocate = reinterpret_cast<PFN_vkAllocateMemory>(gdpa(*out, "vkAllocateMemory"));
+  d->free = reinterpret_cast<PFN_vkFreeMemory>(gdpa(*out, "vkFreeMemory"));
+  inst->memory(pd, &d->memory);
+  apply_memory(profile(), d->memory);
+  if (profile().max_memory_allocation_size)
+    d->max_allocation = *profile().max_memory_allocation_size;
   std::lock_guard lock(g_mutex);
   g_devices[key(*out)] = d;
   return VK_SUCCESS;
@@ -329,6 +351,56 @@ VKAPI_ATTR void VKAPI_CALL DestroyDevice(VkDevice device, const VkAllocationCall
     g_devices.erase(it);
   }
   d->destroy(device, alloc);
+}
+
+std::shared_ptr<DeviceData> device_data(VkDevice device) {
+  std::lock_guard lock(g_mutex);
+  auto it = g_devices.find(key(device));
+  return it == g_devices.end() ? nullptr : it->second;
+}
+
+// An allocation over maxMemoryAllocationSize, or past what its heap has left, fails as a device
+// with no more memory fails it: VK_ERROR_OUT_OF_DEVICE_MEMORY (the engine must name the cause).
+VKAPI_ATTR VkResult VKAPI_CALL AllocateMemory(VkDevice device, const VkMemoryAllocateInfo* info,
+                                              const VkAllocationCallbacks* alloc,
+                                              VkDeviceMemory* out) {
+  auto d = device_data(device);
+  const uint32_t heap = info->memoryTypeIndex < d->memory.memoryTypeCount
+                            ? d->memory.memoryTypes[info->memoryTypeIndex].heapIndex
+                            : 0;
+  std::lock_guard lock(d->mutex);
+  const uint64_t size = info->allocationSize, heap_size = d->memory.memoryHeaps[heap].size;
+  const char* over = size > d->max_allocation                ? "maxMemoryAllocationSize"
+                     : d->heap_used[heap] + size > heap_size ? "its heap's size"
+                                                             : nullptr;
+  if (over) {
+    std::fprintf(stderr,
+                 "%s: vkAllocateMemory of %llu bytes refused: over %s under profile %s (heap %u: "
+                 "%llu of %llu bytes taken; largest allocation %llu bytes)\n",
+                 k_layer_name, (unsigned long long)size, over, profile().name.c_str(), heap,
+                 (unsigned long long)d->heap_used[heap], (unsigned long long)heap_size,
+                 (unsigned long long)d->max_allocation);
+    return VK_ERROR_OUT_OF_DEVICE_MEMORY;
+  }
+  const VkResult r = d->allocate(device, info, alloc, out);
+  if (r == VK_SUCCESS) {
+    d->heap_used[heap] += size;
+    d->live[*out] = {heap, size};
+  }
+  return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL FreeMemory(VkDevice device, VkDeviceMemory memory,
+                                      const VkAllocationCallbacks* alloc) {
+  auto d = device_data(device);
+  {
+    std::lock_guard lock(d->mutex);
+    if (auto it = d->live.find(memory); it != d->live.end()) {
+      d->heap_used[it->second.first] -= it->second.second;
+      d->live.erase(it);
+    }
+  }
+  d->free(device, memory, alloc);
 }
 
 PFN_vkVoidFunction own_instance_command(const char* name) {
@@ -363,6 +435,10 @@ vkf_profile_GetDeviceProcAddr(VkDevice device, const char* name) {
     return reinterpret_cast<PFN_vkVoidFunction>(&vkf_profile_GetDeviceProcAddr);
   if (std::strcmp(name, "vkDestroyDevice") == 0)
     return reinterpret_cast<PFN_vkVoidFunction>(&DestroyDevice);
+  if (std::strcmp(name, "vkAllocateMemory") == 0)
+    return reinterpret_cast<PFN_vkVoidFunction>(&AllocateMemory);
+  if (std::strcmp(name, "vkFreeMemory") == 0)
+    return reinterpret_cast<PFN_vkVoidFunction>(&FreeMemory);
   std::shared_ptr<DeviceData> d;
   {
     std::lock_guard lock(g_mutex);
