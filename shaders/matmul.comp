@@ -16,6 +16,13 @@
 // vkf-variant: matmul_f16 VKF_FP16=1
 // vkf-variant: matmul_texel VKF_TEXEL=1
 // vkf-variant: matmul_f16_texel VKF_FP16=1 VKF_TEXEL=1
+// The _noshuffle variants leave out the direct path (SHARED = 0) and with it the subgroup-shuffle
+// capability, which a device that lists basic subgroup operations only cannot create a pipeline
+// with (VP_LUNARG_desktop_baseline_2023); the engine runs them on shared-memory rows only.
+// vkf-variant: matmul_noshuffle VKF_NO_SHUFFLE=1
+// vkf-variant: matmul_f16_noshuffle VKF_FP16=1 VKF_NO_SHUFFLE=1
+// vkf-variant: matmul_texel_noshuffle VKF_TEXEL=1 VKF_NO_SHUFFLE=1
+// vkf-variant: matmul_f16_texel_noshuffle VKF_FP16=1 VKF_TEXEL=1 VKF_NO_SHUFFLE=1
 #extension GL_GOOGLE_include_directive : require
 #ifdef VKF_FP16
 #extension GL_EXT_shader_16bit_storage : require
@@ -25,8 +32,10 @@
 #define STORE_T float
 #define STORE4_T vec4
 #endif
+#ifndef VKF_NO_SHUFFLE
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 #ifdef VKF_TEXEL
 #extension GL_EXT_samplerless_texture_functions : require
 #endif
@@ -146,6 +155,7 @@ const uint KV = 1;  // direct path: 4-vectors of k per operand row in the main l
 // memory (a TM x TN block does not fit in a CPU's registers). Out-of-range rows and columns
 // read a clamped (valid) element and are never stored: the inner loop has no branches.
 // Accumulates k0 .. k0 + 4 * nv - 1 (nv <= KV, a literal at each call).
+#ifndef VKF_NO_SHUFFLE
 uint arow[AROWS];  // direct path: the A row this lane fetches for rows r * S .. r * S + S - 1
 uint arun[AQ];     // direct path, A_RUNS: the first of the 4 rows this lane reads, per run
 uint cols[TN];      // direct path: this lane's columns of C
@@ -187,6 +197,8 @@ void direct_chunk(uint base_a, uint base_b, uint k0, uint nv) {
   }
 }
 
+#endif
+
 void main() {
   const uint lid = gl_LocalInvocationID.x;
   const uint tn = lid % CSTEP, tm = lid / CSTEP;
@@ -198,6 +210,7 @@ void main() {
     for (uint j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
   if (SHARED == 0) {
+#ifndef VKF_NO_SHUFFLE
     const uint lane = gl_SubgroupInvocationID;
     for (uint r = 0; r < AROWS; ++r) arow[r] = min(m0 + r * S + lane, p.m - 1);
     // m % 4 == 0 with A_RUNS: a run is wholly in range or wholly clamped to the last one.
@@ -217,6 +230,7 @@ void main() {
         for (uint j = 0; j < TN; ++j) acc[i][j] = fma(av, bv[j], acc[i][j]);
       }
     }
+#endif
   } else {
     for (uint k0 = 0; k0 < p.k; k0 += BK) {
       // Stage A's tile as [BK][BM] and B's as [BK][BN]; the load order follows memory order

@@ -267,17 +267,14 @@ KernelSpec kernel_spec(const Device& dev, const MatmulArgs& args, const MatmulCo
                        : cfg.coopmat              ? k_coopmat_shader
                        : args.dtype == DType::f16 ? (texel ? "matmul_f16_texel" : "matmul_f16")
                                                   : (texel ? "matmul_texel" : "matmul");
-  // shaders/matmul.comp declares the subgroup-shuffle capability whatever its row (its direct
-  // rows hand A across lanes by subgroupShuffle): a device that does not list shuffles (basic
-  // subgroup operations only, VP_LUNARG_desktop_baseline_2023) cannot create it. Refuse by name
-  // until a build without the capability exists (docs/profiles.md).
-  const std::string_view shader_name = shader;
-  if (shader_name.rfind("matmul", 0) == 0 && shader_name.find("coopmat") == std::string::npos &&
-      !info.subgroup_shuffle)
-    throw Error("matmul: " + std::string(shader) +
-                " uses subgroup shuffles (VK_SUBGROUP_FEATURE_SHUFFLE_BIT in compute), which " +
-                info.name + " does not list");
-  KernelSpec spec{shader,
+  // shaders/matmul.comp's direct rows hand A across lanes by subgroupShuffle, so its variants
+  // declare that capability, which a device listing basic subgroup operations only cannot
+  // create (VP_LUNARG_desktop_baseline_2023). There it runs the _noshuffle build, which has the
+  // shared-memory rows only: a direct row is a misfit there (matmul_config_misfit, checked
+  // above).
+  std::string shader_name = shader;
+  if (!cfg.coopmat && !info.subgroup_shuffle) shader_name += "_noshuffle";
+  KernelSpec spec{shader_name,
                   4,
                   sizeof(Push),
                   {invocations, cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.shared ? 1u : 0u,
