@@ -57,9 +57,9 @@ std::vector<float> download_stored(Device& dev, const BufferRef& b, size_t n, DT
 
 void poison(Device& dev, const BufferRef& b, size_t count, DType t) {
   if (t == DType::f16)
-    dev.upload(b, std::vector<uint16_t>(count, 0x7e00));
+    dev.upload(b, std::vector<uint16_t>(count, k_poison_half));
   else
-    dev.upload(b, std::vector<uint32_t>(count, 0x7fc0dead));
+    dev.upload(b, std::vector<uint32_t>(count, k_poison_bits));
 }
 
 std::string first_wrong(const std::string& what, const std::vector<float>& got,

@@ -31,8 +31,20 @@ void upload_stored(Device& dev, const BufferRef& b, const std::vector<float>& v,
 Buffer upload_stored(Device& dev, const std::vector<float>& v, DType t, const char* what);
 std::vector<float> download_stored(Device& dev, const BufferRef& b, size_t n, DType t);
 
-// Fills `count` elements of t at b with NaN: an output the kernel does not write cannot pass.
+// The poison: a NaN in either type, so that an output the kernel does not write cannot pass.
+constexpr uint32_t k_poison_bits = 0x7fc0dead;
+constexpr uint16_t k_poison_half = 0x7e00;
+// The 32-bit word that fills a buffer of t with poison (two halves for f16), for Recorder::fill.
+constexpr uint32_t poison_word(DType t) {
+  return t == DType::f16 ? uint32_t{k_poison_half} * 0x10001u : k_poison_bits;
+}
+// Fills `count` elements of t at b with the poison.
 void poison(Device& dev, const BufferRef& b, size_t count, DType t);
+
+// What the test hooks (`vkf bench --wrong-kernel`, the tuner checks' sabotage) write over the
+// start of an output right after its kernel, as a wrong kernel would: 1.3e7 as fp32, 14.6 as
+// each of two fp16 halves; far outside any tolerance of the outputs it lands on.
+constexpr uint32_t k_wrong_bits = 0x4B4B4B4Bu;
 
 // Whether |got - want| <= atol + rtol * scale; a NaN never is.
 inline bool within(double got, double want, double scale, double atol, double rtol) {

@@ -10,37 +10,6 @@
 
 namespace vkf::bench {
 
-void Comparison::add(double got, double want, double scale, double atol, double rtol) {
-  double r = std::fabs(got - want) / (atol + rtol * std::fabs(scale));
-  if (!std::isfinite(got) || std::isnan(r)) r = INFINITY;
-  if (count_ == 0 || r > worst_) {
-    worst_ = r;
-    worst_index_ = count_;
-    worst_got_ = got;
-    worst_want_ = want;
-  }
-  if (!(r <= 1.0)) ok_ = false;
-  ++count_;
-}
-
-void Comparison::add_all(const std::vector<float>& got, const std::vector<double>& want,
-                         double atol, double rtol) {
-  if (got.size() != want.size()) {
-    ok_ = false;
-    worst_ = INFINITY;
-    return;
-  }
-  for (size_t i = 0; i < got.size(); ++i) add(got[i], want[i], want[i], atol, rtol);
-}
-
-std::string Comparison::describe() const {
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "%zu values of %s, worst %.3g of the tolerance (got %.7g, want %.7g)", count_,
-                what_.c_str(), worst_, worst_got_, worst_want_);
-  return buf;
-}
-
 void set_check(Row& row, const std::vector<Comparison>& comparisons, const std::string& on) {
   row.check = Check::pass;
   std::string detail = on + ": ";

@@ -7,30 +7,14 @@
 #include <vector>
 
 #include "apps/vkf/bench/report.h"
+#include "reference/comparison.h"
 #include "reference/stored.h"
 
 namespace vkf::bench {
 
-// Worst |got - want| / (atol + rtol * scale) over everything added: <= 1 passes. `scale` is the
-// element's magnitude (|want|, or the sum of |terms| for a dot product).
-class Comparison {
- public:
-  explicit Comparison(std::string what) : what_(std::move(what)) {}
-  void add(double got, double want, double scale, double atol, double rtol);
-  void add_all(const std::vector<float>& got, const std::vector<double>& want, double atol,
-               double rtol);
-  bool ok() const { return ok_; }
-  double worst() const { return worst_; }
-  size_t count() const { return count_; }
-  // "1 048 576 elements of o: worst error 0.02 of the tolerance (got ..., want ...)"
-  std::string describe() const;
-
- private:
-  std::string what_;
-  bool ok_ = true;
-  double worst_ = 0, worst_got_ = 0, worst_want_ = 0;
-  size_t count_ = 0, worst_index_ = 0;
-};
+// The comparison of an output with its reference is reference/comparison.h's, shared with the
+// tests and the tuner.
+using ref::Comparison;
 
 // PASS when every comparison is within tolerance, else FAIL naming the worst; the details of
 // all go into check_detail.

@@ -14,6 +14,7 @@
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/ops/peak.h"
+#include "reference/stored.h"
 
 namespace vkf::bench {
 
@@ -55,8 +56,8 @@ struct Context {
   }
 };
 
-// The bit pattern the hook writes: 1.3e7 as fp32, 14.6 as each of two fp16 halves.
-constexpr uint32_t k_wrong_bits = 0x4B4B4B4Bu;
+// The bit pattern the hook writes: reference/stored.h's, which the tuner's checks write too.
+using ref::k_wrong_bits;
 
 // How a row's rate relates to the device's peak. fp16_fma: tensor-core rows, against the tensor
 // cores' measured rate (peak/fp16_coopmat) where it ran, else the fp16 FMA peak.
