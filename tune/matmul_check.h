@@ -1,6 +1,6 @@
 #pragma once
 // The tuner's correctness guard: a candidate configuration runs small matmuls of the problem's
-// storage type and transposes against the double-precision reference (reference/), so
+// storage type and transposes through the matmul harness (reference/matmul_case.h), so
 // that a fast wrong kernel never wins. Two shapes: odd sizes (partial tiles, scalar reads, k
 // tails) with a batch of two, and 4-aligned ones (the vector and texel reads) with beta and a
 // bias epilogue; where the problem has a split-k workspace (MatmulProblem::workspace) and the
