@@ -1,23 +1,17 @@
 // Matmul rows: fp32, fp16 storage (fp32 arithmetic) and the cooperative-matrix (tensor core)
 // rows of the tuning table, at the shapes of apps/vkf/bench/shapes.h. The timed output is checked:
-// 8 sampled rows of C (every column) against a double-precision dot product of the same inputs.
+// 8 sampled rows of C (every column) against reference/matmul, through the matmul harness
+// (reference/matmul_case.h) that the shader tests and the tuner's check run too.
 #include <algorithm>
-#include <cmath>
 
 #include "apps/vkf/bench/check.h"
 #include "apps/vkf/bench/rows.h"
 #include "engine/ops/matmul.h"
 #include "engine/ops/matmul_tuning.h"
+#include "reference/matmul_case.h"
 
 namespace vkf::bench {
 namespace {
-
-// C is split into row blocks that each fit one storage-buffer binding (lavapipe binds 128 MiB;
-// the 25000-token vocabulary projection's C is 3.7 GB).
-struct Block {
-  uint32_t m0, rows;
-  Buffer a, c;
-};
 
 void matmul_row(Context& cx, Row& row, const MatmulShape& s, DType dtype,
                 const ops::MatmulConfig* forced) {
@@ -38,67 +32,27 @@ void matmul_row(Context& cx, Row& row, const MatmulShape& s, DType dtype,
   if (rows_per_block == 0 || k * n * esize > max_bytes)
     throw Refused("B does not fit one storage-buffer binding");
 
-  // Inputs uniform in [-1, 1), rounded to fp16 where stored so: the reference sees what the
-  // kernel reads. A is [m, k] ([k, m] when transposed), B is [k, n] ([n, k] when transposed).
-  auto rounded = [&](std::vector<float> v) { return ref::stored(std::move(v), dtype); };
-  const std::vector<float> b_host = rounded(uniform(cx.rng, k * n));
-  Buffer b = dev.allocate(k * n * esize, "B");
-  ref::upload_stored(dev, b, b_host, dtype);
-  std::vector<float> a_host(m * k);
-  std::vector<Block> blocks;
-  for (uint32_t m0 = 0; m0 < s.m; m0 += rows_per_block) {
-    const uint32_t mc = std::min<uint32_t>(rows_per_block, s.m - m0);
-    std::vector<float> a = rounded(uniform(cx.rng, uint64_t{mc} * k));
-    std::copy(a.begin(), a.end(), a_host.begin() + int64_t(m0 * k));
-    Block blk{m0, mc, dev.allocate(uint64_t{mc} * k * esize, "A"),
-              dev.allocate(uint64_t{mc} * n * esize, "C")};
-    ref::upload_stored(dev, blk.a, a, dtype);
-    blocks.push_back(std::move(blk));
-  }
+  // The matmul harness (reference/matmul_case.h) draws the inputs as stored, poisons C and
+  // records the kernels; C is cut into row blocks that each fit one storage-buffer binding
+  // (lavapipe binds 128 MiB; the 25000-token vocabulary projection's C is 3.7 GB). The weight
+  // gradient's form gets a split-k workspace, as training gives it.
+  ref::MatmulCase c;
+  c.m = s.m, c.n = s.n, c.k = s.k;
+  c.trans_a = trans_a, c.trans_b = trans_b;
+  c.dtype = dtype;
+  c.config = forced;
+  c.split_k = trans_a ? 0 : 1;
+  c.block_rows = rows_per_block < s.m ? rows_per_block : 0;
+  const ref::MatmulRun run(dev, c, cx.rng);
   Recorder rec(dev, timed_recorder(dev));
-  // The weight gradient's form gets a split-k workspace, as training gives it.
-  Buffer workspace;
-  uint32_t slices = 1;
-  for (const Block& blk : blocks) {
-    ops::MatmulArgs args;
-    args.a = blk.a;
-    args.b = b;
-    args.c = blk.c;
-    args.m = blk.rows, args.n = s.n, args.k = s.k;
-    args.trans_a = trans_a;
-    args.trans_b = trans_b;
-    args.dtype = dtype;
-    args.config = forced;
-    if (const ops::SplitK plan = ops::matmul_split_k(dev, args, true); trans_a && plan.slices > 1) {
-      workspace = dev.allocate(plan.workspace_bytes, "split-k workspace");
-      args.workspace = workspace;
-      slices = plan.slices;
-    }
-    ops::matmul(dev, rec, args);
-  }
-  if (cx.sabotage(row.id)) rec.fill(blocks[0].c.ref().slice(0, 4), k_wrong_bits);
+  run.record(rec, cx.sabotage(row.id) ? k_wrong_bits : 0);
   Sequence seq = rec.finish();
   const double first = timed_run(seq);
 
-  // 8 rows of C, every column, in double.
-  const double atol = dtype == DType::f32 ? 1e-6 : 1e-5, rtol = dtype == DType::f32 ? 2e-4 : 4e-3;
-  Comparison cmp("C");
-  for (uint32_t i : sample_indices(cx.rng, s.m, 8)) {
-    const Block& blk = blocks[i / rows_per_block];
-    const uint64_t local = i - blk.m0;
-    const std::vector<float> got =
-        ref::download_stored(dev, blk.c.ref().slice(local * n * esize, n * esize), n, dtype);
-    for (uint64_t j = 0; j < n; ++j) {
-      double sum = 0, scale = 0;
-      for (uint64_t kk = 0; kk < k; ++kk) {
-        const double av = trans_a ? a_host[kk * m + i] : a_host[uint64_t{i} * k + kk];
-        const double bv = trans_b ? b_host[j * k + kk] : b_host[kk * n + j];
-        sum += av * bv;
-        scale += std::fabs(av * bv);
-      }
-      cmp.add(got[j], sum, scale, atol, rtol);
-    }
-  }
+  // 8 rows of C, every column, against the double-precision reference.
+  const Comparison cmp =
+      run.compare_rows(sample_indices(cx.rng, s.m, 8), ref::matmul_tolerance(dtype));
+  const uint32_t slices = run.split().slices;
   // Which kernel ran, and why (the same function ops::matmul asked).
   const ops::MatmulChoice choice =
       forced ? ops::MatmulChoice{*forced, ops::MatmulSource::forced, "forced by the row"}
