@@ -15,12 +15,16 @@
 // why, where the build or the device lacks them (Debian 12's lavapipe). Their kernels also run
 // everywhere with their fragment products emulated in plain arithmetic, which checks all of them
 // but the tensor-core instructions.
+#include <algorithm>
 #include <cstring>
+#include <optional>
+#include <random>
 #include <string>
 
 #include "engine/ops/matmul.h"
 #include "engine/shader_registry.h"
 #include "reference/matmul.h"
+#include "reference/matmul_case.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/fake_devices.h"
 #include "tests/support/vk_test.h"
@@ -29,17 +33,9 @@ using namespace vkf;
 
 namespace {
 
-struct Case {
-  uint32_t m, n, k, batch;
-  bool trans_a, trans_b;
-  uint32_t pad;  // extra elements per row of A, B and C (0 = packed)
-  float alpha, beta;
-  ops::Epilogue epilogue;
-  bool broadcast_b = false;  // stride_b = 0: one B for every batch item
-  // > 1: at most that many k slices (MatmulArgs::split_k); 0: as the engine chooses, with room
-  // for whatever it wants.
-  uint32_t split_k = 1;
-};
+// The problem (shape, transposes, padding, alpha, beta, epilogue, B broadcast, split-k) as the
+// matmul harness poses it; the fields after split_k are set per run.
+using Case = ref::MatmulCase;
 
 // Run on every tuning-table row and storage type. Together they cover sizes not divisible by
 // any tile (1, 7, 9, 33, 65, 70, 127, 129), every transpose pair, batch > 1 (and a B broadcast
@@ -117,16 +113,6 @@ const Case k_extra_cases[] = {
 
 constexpr uint32_t k_guard = 16;  // elements of poison before and after C's range
 
-std::string describe(const ops::MatmulConfig& cfg, DType t, const Case& c) {
-  return std::string(cfg.name) + " " + dtype_name(t) + " m=" + std::to_string(c.m) +
-         " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
-         " batch=" + std::to_string(c.batch) + " ta=" + std::to_string(c.trans_a) +
-         " tb=" + std::to_string(c.trans_b) + " pad=" + std::to_string(c.pad) +
-         " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta) +
-         " epilogue=" + std::to_string(int(c.epilogue)) +
-         (c.split_k > 1 ? " split_k=" + std::to_string(c.split_k) : "");
-}
-
 using test::stored;
 
 void upload(Device& dev, const BufferRef& dst, const std::vector<float>& v, DType t) {
@@ -137,98 +123,28 @@ std::vector<float> download(Device& dev, const BufferRef& src, size_t n, DType t
   return test::download_stored(dev, src, n, t);
 }
 
+// Runs c through the matmul harness (reference/matmul_case.h) on row cfg in storage type t: C
+// poisoned where beta is 0, guard zones of poison around it that must come back unchanged, and
+// every element within the tolerance relative to the sum of |terms|.
 // texel: MatmulArgs::texel_views (true: A and B through texel views, false: storage buffers,
 // nullopt: the engine's choice).
 // c.split_k > 1: at most that many k slices (MatmulArgs::split_k) in a poisoned workspace, and
 // the recording must show the split (its reduce kernel).
-void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c, uint32_t seed,
+void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, Case c, uint32_t seed,
               bool emulate_coopmat = false, std::optional<bool> texel = std::nullopt) {
-  const uint32_t split_k = c.split_k;
-  INFO(describe(cfg, t, c) << (emulate_coopmat ? " (emulated fragments)" : "")
-                           << (texel ? (*texel ? " (texel views)" : " (storage buffers)") : ""));
-  const uint32_t es = dtype_bytes(t);
-  // f32 poison is test::k_poison; f16 cannot hold it, so -65504 (no product of our inputs).
-  const float poison = t == DType::f32 ? test::k_poison : -65504.0f;
-  ref::Gemm g;
-  g.m = c.m, g.n = c.n, g.k = c.k, g.batch = c.batch;
-  g.trans_a = c.trans_a, g.trans_b = c.trans_b;
-  g.lda = (c.trans_a ? c.m : c.k) + c.pad;
-  g.ldb = (c.trans_b ? c.k : c.n) + c.pad;
-  g.ldc = c.n + c.pad;
-  g.stride_a = uint64_t(c.trans_a ? c.k : c.m) * g.lda;
-  g.stride_b = c.broadcast_b ? 0 : uint64_t(c.trans_b ? c.n : c.k) * g.ldb;
-  g.stride_c = uint64_t(c.m) * g.ldc + c.pad;  // a gap between batch items of C
-  g.alpha = c.alpha, g.beta = c.beta, g.epilogue = int(c.epilogue);
-  const size_t na = g.stride_a * c.batch,
-               nb = c.broadcast_b ? uint64_t(c.trans_b ? c.n : c.k) * g.ldb : g.stride_b * c.batch;
-  const size_t nc = g.stride_c * c.batch;
-
-  auto a = stored(test::random_floats(na, seed), t);
-  auto b = stored(test::random_floats(nb, seed + 1), t);
-  auto bias = stored(test::random_floats(c.n, seed + 2), t);
-  auto r = stored(test::random_floats(nc, seed + 3), t);
-  // C is poisoned unless beta reads it; the guards and gaps are poisoned always.
-  std::vector<float> c0(nc, poison);
-  if (c.beta != 0.0f) {
-    auto rc = stored(test::random_floats(nc, seed + 4), t);
-    for (uint32_t z = 0; z < c.batch; ++z)
-      for (uint32_t i = 0; i < c.m; ++i)
-        for (uint32_t j = 0; j < c.n; ++j) {
-          size_t idx = z * g.stride_c + uint64_t(i) * g.ldc + j;
-          c0[idx] = rc[idx];
-        }
-  }
-  std::vector<float> c_full(nc + 2 * k_guard, poison);
-  std::copy(c0.begin(), c0.end(), c_full.begin() + k_guard);
-
-  // A and B end on a whole 4-element texel (the texel views read them whole); the extra
-  // elements are poison and never read.
-  auto texel_padded = [&](std::vector<float> v) {
-    v.resize((v.size() + 3) / 4 * 4, poison);
-    return v;
-  };
-  a = texel_padded(a), b = texel_padded(b);
-  Buffer ba = dev.allocate(a.size() * es, "A"), bb = dev.allocate(b.size() * es, "B");
-  Buffer bc = dev.allocate(c_full.size() * es, "C"), bbias = dev.allocate(c.n * es, "bias");
-  Buffer br = dev.allocate(nc * es, "R");
-  upload(dev, ba, a, t);
-  upload(dev, bb, b, t);
-  upload(dev, bc, c_full, t);
-  upload(dev, bbias, bias, t);
-  upload(dev, br, r, t);
-
-  ops::MatmulArgs args;
-  args.a = ba;
-  args.b = bb;
-  args.c = BufferRef(bc).slice(k_guard * es, nc * es);
-  args.bias = bbias;
-  args.residual = br;
-  args.m = c.m, args.n = c.n, args.k = c.k, args.batch = c.batch;
-  args.trans_a = c.trans_a, args.trans_b = c.trans_b;
-  args.lda = g.lda, args.ldb = g.ldb, args.ldc = g.ldc;
-  args.stride_a = uint32_t(g.stride_a), args.stride_b = uint32_t(g.stride_b);
-  args.stride_c = uint32_t(g.stride_c);
-  args.alpha = c.alpha, args.beta = c.beta, args.epilogue = c.epilogue;
-  args.dtype = t;
-  args.config = &cfg;
-  args.emulate_coopmat = emulate_coopmat;
-  args.texel_views = texel;
-  Buffer workspace;
-  ops::SplitK plan;
-  if (split_k != 1) {
-    if (split_k > 1) args.split_k = split_k;
-    plan = ops::matmul_split_k(dev, args, true);
-    if (split_k > 1) REQUIRE(plan.slices > 1);
-  }
-  if (plan.slices > 1) {
-    INFO(plan.slices << " slices of " << plan.slice_k);
-    workspace = dev.allocate(plan.workspace_bytes, "split-k workspace");
-    upload(dev, workspace, std::vector<float>(plan.workspace_bytes / 4, test::k_poison),
-           DType::f32);
-    args.workspace = workspace;
-  }
+  c.dtype = t;
+  c.config = &cfg;
+  c.emulate_coopmat = emulate_coopmat;
+  c.texel_views = texel;
+  c.guard = k_guard;
+  INFO(c.describe());
+  std::mt19937 rng(seed);
+  const ref::MatmulRun run(dev, c, rng);
+  const ops::SplitK& plan = run.split();
+  if (c.split_k > 1) REQUIRE(plan.slices > 1);
+  INFO(plan.slices << " slices of " << plan.slice_k);
   Recorder rec(dev);
-  ops::matmul(dev, rec, args);
+  run.record(rec);
   Sequence seq = rec.finish();
   const auto& kernels = seq.kernel_names();
   const bool reduced = std::find_if(kernels.begin(), kernels.end(), [](const std::string& k) {
@@ -238,24 +154,9 @@ void run_case(Device& dev, const ops::MatmulConfig& cfg, DType t, const Case& c,
   // The slices' dispatches write disjoint partials, so the one barrier is before the reduce.
   if (plan.slices > 1) CHECK(seq.barrier_count() == 1);
   seq.run();
-
-  auto got_full = download(dev, bc, c_full.size(), t);
-  for (uint32_t i = 0; i < k_guard; ++i) {
-    CHECK(got_full[i] == poison);
-    CHECK(got_full[k_guard + nc + i] == poison);
-  }
-  std::vector<float> got(got_full.begin() + k_guard, got_full.begin() + k_guard + nc);
-  auto want = ref::matmul(g, a, b, c0, bias, r);
-  const double rtol = t == DType::f32 ? 1e-4 : 2e-3, atol = t == DType::f32 ? 1e-7 : 1e-6;
-  double worst = 0;
-  size_t worst_at = 0;
-  for (size_t i = 0; i < nc; ++i) {
-    double e = std::isfinite(got[i]) ? std::fabs(got[i] - want.c[i]) / (atol + rtol * want.scale[i])
-                                     : INFINITY;
-    if (!(e <= worst)) worst = e, worst_at = i;
-  }
-  INFO("worst element " << worst_at << ": got " << got[worst_at] << " want " << want.c[worst_at]);
-  CHECK(worst <= 1.0);
+  const ref::Comparison cmp = run.compare(ref::matmul_tolerance(t));
+  INFO(cmp.describe() << " (value " << cmp.worst_index() << " of C's buffer)");
+  CHECK(cmp.ok());
 }
 
 }  // namespace
@@ -591,6 +492,35 @@ VKF_TEST_CASE("matmul uses the device's row unless forced", "[shaders][matmul]")
   uint32_t seed = 99;
   for (const Case& c : k_extra_cases)
     run_case(dev, ops::choose_matmul_config(dev.info(), c.trans_b), DType::f32, c, seed += 10);
+}
+
+// The harness itself (reference/matmul_case.h), so that no case above passes vacuously: an output
+// the kernel did not write (still poison) fails, and so does one element overwritten after the
+// kernel (the test hooks' corruption), in the whole comparison and in the sampled rows the bench
+// compares, also where C is cut into row blocks.
+VKF_TEST_CASE("the matmul harness fails an unwritten or a corrupted output", "[shaders][matmul]") {
+  Device& dev = test::device();
+  const ops::MatmulConfig& cfg = ops::choose_matmul_config(dev.info());
+  for (const uint32_t block_rows : {0u, 16u}) {
+    Case c{65, 127, 33, 1, false, false, block_rows ? 0u : 3u, 1.0f, 0.0f, ops::Epilogue::bias};
+    c.config = &cfg;
+    c.block_rows = block_rows;
+    c.guard = block_rows ? 0 : k_guard;
+    INFO(c.describe() << ", blocks of " << block_rows << " rows");
+    std::mt19937 rng(5);
+    const ref::MatmulRun run(dev, c, rng);
+    const ref::Tolerance tol = ref::matmul_tolerance(c.dtype);
+    if (!block_rows) CHECK(!run.compare(tol).ok());
+    CHECK(!run.compare_rows({0, 17, 64}, tol).ok());
+    for (const uint32_t corrupt : {ref::k_wrong_bits, 0u}) {
+      Recorder rec(dev);
+      run.record(rec, corrupt);
+      rec.finish().run();
+      if (!block_rows) CHECK(run.compare(tol).ok() == !corrupt);
+      CHECK(run.compare_rows({0, 17, 64}, tol).ok() == !corrupt);
+      CHECK(run.compare_rows({17, 64}, tol).ok());  // the corruption is in row 0 only
+    }
+  }
 }
 
 // With a workspace and no split forced, a matmul of one tile and a long k (a small model's weight
