@@ -9,8 +9,6 @@
 namespace vkf::tune {
 namespace {
 
-constexpr uint32_t k_wrong_bits = 0x56405640;  // 100.0 as two halves; a large float as f32
-
 std::vector<double> doubles(const std::vector<float>& v) {
   return {v.begin(), v.end()};
 }
@@ -83,7 +81,7 @@ std::string check_attention(Device& dev, const ops::AttentionTiles& candidate,
     ops::attention_forward(dev, rec, a);
     ops::attention_backward(dev, rec, g);
     if (sabotage && sabotage(ops::describe(candidate)))
-      rec.fill(wrong_out->ref().slice(0, 4), k_wrong_bits);
+      rec.fill(wrong_out->ref().slice(0, 4), ref::k_wrong_bits);
     rec.finish().run();
   } catch (const Error& e) {
     return std::string("the op refused it: ") + e.what();

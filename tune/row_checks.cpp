@@ -21,7 +21,6 @@
 namespace vkf::tune {
 namespace {
 
-constexpr uint32_t k_wrong_bits = 0x56405640;  // 100.0 as two halves; a large float as f32
 constexpr double k_eps = 1e-6;
 
 std::vector<double> doubles(const std::vector<float>& v) {
@@ -67,7 +66,7 @@ std::string check_layer_norm_shape(Device& dev, const ops::LayerNormConfig& c, D
     Recorder rec(dev);
     ops::layer_norm_forward(dev, rec, f);
     ops::layer_norm_backward(dev, rec, b);
-    if (wrong) rec.fill(yb.ref().slice(0, 4), k_wrong_bits);
+    if (wrong) rec.fill(yb.ref().slice(0, 4), ref::k_wrong_bits);
     rec.finish().run();
   } catch (const Error& e) {
     return std::string("the op refused it: ") + e.what();
@@ -144,7 +143,7 @@ std::string check_cross_entropy(Device& dev, const ops::RowKernelConfig& candida
     Recorder rec(dev);
     ops::cross_entropy(dev, rec, a);
     if (sabotage && sabotage(ops::describe(candidate)))
-      rec.fill(db.ref().slice(0, 4), k_wrong_bits);
+      rec.fill(db.ref().slice(0, 4), ref::k_wrong_bits);
     rec.finish().run();
   } catch (const Error& e) {
     return std::string("the op refused it: ") + e.what();
@@ -203,7 +202,7 @@ std::string check_topk(Device& dev, const ops::TopKConfig& candidate, const ops:
                  .config = candidate,
                  .log_softmax = log_softmax});
       if (sabotage && sabotage(ops::describe(candidate)))
-        rec.fill(ib.ref().slice(0, 4), k_wrong_bits);
+        rec.fill(ib.ref().slice(0, 4), ref::k_wrong_bits);
       rec.finish().run();
     } catch (const Error& e) {
       return std::string("the op refused it: ") + e.what();
@@ -266,7 +265,7 @@ std::string check_adam(Device& dev, const ops::AdamConfig& candidate, const Sabo
                .options = o,
                .config = candidate});
     if (sabotage && sabotage(ops::describe(candidate)))
-      rec.fill(wb.ref().slice(0, 4), k_wrong_bits);
+      rec.fill(wb.ref().slice(0, 4), ref::k_wrong_bits);
     rec.finish().run();
   } catch (const Error& e) {
     return std::string("the op refused it: ") + e.what();
