@@ -21,6 +21,17 @@ std::vector<float> texel_padded(std::vector<float> v) {
   return v;
 }
 
+// The case with its guard zone grown to a whole multiple of the device's storage-buffer offset
+// alignment (up to 256 bytes), so that C's range, which starts after it, may be bound: the zone
+// still proves that nothing is written before or after C.
+MatmulCase aligned_guard(const Device& dev, MatmulCase c) {
+  if (c.guard == 0) return c;
+  const uint64_t es = dtype_bytes(c.dtype);
+  const uint64_t align = std::max<uint64_t>(dev.info().min_storage_offset_alignment, es);
+  c.guard = uint32_t((c.guard * es + align - 1) / align * align / es);
+  return c;
+}
+
 }  // namespace
 
 std::string MatmulCase::describe() const {
@@ -38,7 +49,9 @@ Tolerance matmul_tolerance(DType t) {
   return t == DType::f32 ? Tolerance{1e-7, 1e-4} : Tolerance{1e-6, 2e-3};
 }
 
-MatmulRun::MatmulRun(Device& dev, const MatmulCase& c, std::mt19937& rng) : dev_(dev), c_(c) {
+MatmulRun::MatmulRun(Device& dev, const MatmulCase& asked, std::mt19937& rng)
+    : dev_(dev), c_(aligned_guard(dev, asked)) {
+  const MatmulCase& c = c_;
   const DType t = c.dtype;
   const uint64_t es = dtype_bytes(t);
   if (c.block_rows && (c.batch != 1 || c.pad || c.trans_a || c.guard || c.split_k != 1))

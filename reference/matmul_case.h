@@ -33,7 +33,9 @@ struct MatmulCase {
   const ops::MatmulConfig* config = nullptr;  // a forced row; nullptr: the engine's choice
   bool emulate_coopmat = false;               // MatmulArgs::emulate_coopmat
   std::optional<bool> texel_views;            // MatmulArgs::texel_views
-  uint32_t guard = 0;  // poisoned elements before and after C that must come back unchanged
+  // Poisoned elements before and after C that must come back unchanged; at least this many,
+  // grown to a whole multiple of the device's storage-buffer offset alignment.
+  uint32_t guard = 0;
   // > 0: A and C are cut into blocks of this many rows, one ops::matmul each (the bench's shapes
   // whose C exceeds one storage-buffer binding). Only packed, batch 1, without trans_a, guard or
   // split. 0: one block.
