@@ -12,13 +12,13 @@ the tiny preset 2.3x faster than two), with both timings in seconds_per_step_by_
 import argparse
 import json
 import math
-import os
 import sys
 import time
 
 try:
     import torch
     import torch.nn as nn
+    from torch_threads import at_best
 except ImportError:
     print(json.dumps({"error": "torch is not installed"}))
     sys.exit(0)
@@ -73,17 +73,10 @@ def main():
     if dev.type == "cuda" and not torch.cuda.is_available():
         print(json.dumps({"error": "no CUDA device for --device " + a.device}))
         return
-    cores = os.cpu_count() or 1
-    counts = [a.threads] if a.threads or dev.type == "cuda" else sorted({1, cores})
-    timed = {}
-    for n in counts:
-        if n:
-            torch.set_num_threads(n)
-        timed[torch.get_num_threads()] = seconds_per_step(a, dev)
-    threads, dt = min(timed.items(), key=lambda kv: kv[1])
+    threads, (dt,), runs = at_best(a.threads, dev, lambda: (seconds_per_step(a, dev),))
     print(json.dumps({"preset": a.preset, "seconds_per_step": dt,
                       "tokens_per_second": 2 * a.batch * a.len / dt, "threads": threads,
-                      "seconds_per_step_by_threads": {str(k): v for k, v in timed.items()},
+                      "seconds_per_step_by_threads": {str(k): v[0] for k, v in runs.items()},
                       "torch": torch.__version__}))
 
 

@@ -32,6 +32,7 @@ try:
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
+    from torch_threads import at_best
 except ImportError:
     print(json.dumps({"error": "torch is not installed"}))
     sys.exit(0)
@@ -238,14 +239,7 @@ def speed(a):
     if dev.type == "cuda" and not torch.cuda.is_available():
         print(json.dumps({"error": "no CUDA device for --device " + a.device}))
         return
-    cores = os.cpu_count() or 1
-    counts = [a.threads] if a.threads or dev.type == "cuda" else sorted({1, cores})
-    runs = {}
-    for n in counts:
-        if n:
-            torch.set_num_threads(n)
-        runs[torch.get_num_threads()] = timed_search(a, dev)
-    threads, (dt, n_tokens) = min(runs.items(), key=lambda kv: kv[1][0])
+    threads, (dt, n_tokens), runs = at_best(a.threads, dev, lambda: timed_search(a, dev))
     print(json.dumps({"beam": a.beam, "batch": a.batch, "sentences_per_second":
                       a.batch * a.repeats / dt, "output_tokens_per_second": n_tokens / dt,
                       "kv_cache": not a.no_cache, "device": str(dev), "threads": threads,
