@@ -14,7 +14,7 @@
 #include "engine/ops/basic.h"
 #include "engine/step_scalars.h"
 #include "reference/attention.h"
-#include "reference/matmul.h"  // to_half, from_half
+#include "reference/attention_case.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -100,131 +100,47 @@ size_t count_v(const ref::AttentionShape& s) {
 size_t count_o(const ref::AttentionShape& s) {
   return size_t(s.batch) * s.heads * s.len_q * s.d_v;
 }
-size_t count_rows(const ref::AttentionShape& s) {
-  return size_t(s.batch) * s.heads * s.len_q;
-}
 
 std::vector<double> to_double(const std::vector<float>& v) {
   return {v.begin(), v.end()};
 }
 
-using ref::from_half;
-using ref::to_half;
-std::vector<float> round_half(std::vector<float> v) {
-  for (float& x : v) x = ref::round_half(x);
-  return v;
-}
-
-// Device buffers of one attention problem, contiguous [batch, heads, len, d].
-struct Gpu {
-  Device& dev;
-  ref::AttentionShape s;
-  DType dtype;
-  Buffer q, k, v, o, lse, d_o, d_q, d_k, d_v, delta, key_len, q_len, scalars;
-
-  Gpu(Device& d, const ref::AttentionShape& shape, DType t) : dev(d), s(shape), dtype(t) {
-    uint32_t e = dtype_bytes(t);
-    q = dev.allocate(count_q(s) * e, "q"), k = dev.allocate(count_k(s) * e, "k");
-    v = dev.allocate(count_v(s) * e, "v"), o = dev.allocate(count_o(s) * e, "o");
-    d_o = dev.allocate(count_o(s) * e, "d_o"), d_q = dev.allocate(count_q(s) * e, "d_q");
-    d_k = dev.allocate(count_k(s) * e, "d_k"), d_v = dev.allocate(count_v(s) * e, "d_v");
-    lse = dev.allocate(count_rows(s) * 4, "lse"), delta = dev.allocate(count_rows(s) * 4, "delta");
-    key_len = dev.allocate(s.batch * 4, "key_len"), q_len = dev.allocate(s.batch * 4, "q_len");
-    scalars = dev.allocate(sizeof(StepScalars), "scalars", MemoryKind::host);
-    StepScalars st;
-    st.seed = s.seed, st.step = s.step;
-    std::memcpy(scalars.mapped(), &st, sizeof st);
-    if (!s.key_len.empty()) dev.upload(key_len, s.key_len);
-    if (!s.q_len.empty()) dev.upload(q_len, s.q_len);
-  }
-  void put(const Buffer& b, const std::vector<float>& x) {
-    if (dtype == DType::f32) return dev.upload(b, x);
-    std::vector<uint16_t> h(x.size());
-    for (size_t i = 0; i < x.size(); ++i) h[i] = to_half(x[i]);
-    dev.upload(b, h);
-  }
-  std::vector<float> get(const Buffer& b, size_t n) {
-    if (dtype == DType::f32) return dev.download<float>(b, n);
-    auto h = dev.download<uint16_t>(b, n);
-    std::vector<float> x(n);
-    for (size_t i = 0; i < n; ++i) x[i] = from_half(h[i]);
-    return x;
-  }
-  void poison(Recorder& rec, const Buffer& b) {
-    // A poison word for either storage type: two f16 NaN-free huge halves or the f32 poison.
-    uint32_t word;
-    float p = test::k_poison;
-    std::memcpy(&word, &p, 4);
-    if (dtype == DType::f16) word = 0xFBFFFBFFu;  // -65504 twice
-    rec.fill(b, word);
-  }
-  ops::AttentionArgs args(const ops::AttentionTiles& tiles) const {
-    ops::AttentionArgs a;
-    a.batch = s.batch, a.heads = s.heads, a.len_q = s.len_q, a.len_k = s.len_k;
-    a.d_k = s.d_k, a.d_v = s.d_v, a.dtype = dtype;
-    a.q = q, a.k = k, a.v = v, a.o = o, a.lse = lse;
-    if (!s.key_len.empty()) a.key_len = key_len;
-    if (!s.q_len.empty()) a.q_len = q_len;
-    a.causal = s.causal, a.dropout_p = s.dropout_p, a.dropout_tensor = s.tensor_id;
-    a.scalars = scalars;
-    a.tiles = tiles;
-    return a;
-  }
-  ops::AttentionBackwardArgs backward_args(const ops::AttentionTiles& tiles) const {
-    ops::AttentionBackwardArgs g;
-    g.fwd = args(tiles);
-    g.d_o = d_o, g.d_q = d_q, g.d_k = d_k, g.d_v = d_v, g.delta = delta;
-    g.tiles_kv = tiles, g.tiles_q = tiles;
-    return g;
-  }
-};
-
-struct Inputs {
-  std::vector<float> q, k, v, d_o;
-};
-Inputs random_inputs(const ref::AttentionShape& s, uint32_t seed, bool half) {
-  Inputs in{test::random_floats(count_q(s), seed, -2.0f, 2.0f),
-            test::random_floats(count_k(s), seed + 1, -2.0f, 2.0f),
-            test::random_floats(count_v(s), seed + 2), test::random_floats(count_o(s), seed + 3)};
-  if (half) in = {round_half(in.q), round_half(in.k), round_half(in.v), round_half(in.d_o)};
-  return in;
-}
-
-struct Tolerance {
-  double atol, rtol;
-};
-
-// Runs forward then backward with `tiles` and checks every output against the reference.
-void check_case(const Case& c, const ops::AttentionTiles& tiles, DType dtype, Tolerance fwd_tol,
-                Tolerance bwd_tol) {
+// Runs forward then backward with `tiles` through the attention harness
+// (reference/attention_case.h: every output poisoned first) and checks every output (O, LSE, dQ,
+// dK, dV) against the reference at attention_tolerance(dtype).
+void check_case(const Case& c, const ops::AttentionTiles& tiles, DType dtype) {
   Device& dev = test::device();
-  const auto& s = c.s;
   INFO(c.what << " " << path_name(tiles.path) << " tiles wg " << tiles.workgroup << " "
               << tiles.block_q << "x" << tiles.block_k << " rows " << tiles.rows << " unroll "
               << uint32_t(tiles.unroll) << " " << dtype_name(dtype));
-  Inputs in = random_inputs(s, uint32_t(s.len_q * 131 + s.len_k), dtype == DType::f16);
-  Gpu g(dev, s, dtype);
-  g.put(g.q, in.q), g.put(g.k, in.k), g.put(g.v, in.v), g.put(g.d_o, in.d_o);
+  std::mt19937 rng(uint32_t(c.s.len_q * 131 + c.s.len_k));
+  const ref::AttentionRun run(dev, {c.s, dtype}, rng);
+  const ops::AttentionBackwardArgs g = run.backward_args(tiles);
   Recorder rec(dev);
-  for (const Buffer* b : {&g.o, &g.d_q, &g.d_k, &g.d_v}) g.poison(rec, *b);
-  rec.fill(g.lse, 0xFFC00000u), rec.fill(g.delta, 0xFFC00000u);  // NaN
-  ops::attention_forward(dev, rec, g.args(tiles));
-  ops::attention_backward(dev, rec, g.backward_args(tiles));
+  run.poison(rec);
+  ops::attention_forward(dev, rec, g.fwd);
+  ops::attention_backward(dev, rec, g);
   rec.finish().run();
+  const ref::AttentionTolerance tol = ref::attention_tolerance(dtype);
+  for (const std::vector<ref::Comparison>& checked :
+       {run.compare_forward(tol), run.compare_backward(tol)})
+    for (const ref::Comparison& cmp : checked) {
+      INFO(cmp.describe());
+      CHECK(cmp.ok());
+    }
+}
 
-  auto want = ref::attention_forward(s, to_double(in.q), to_double(in.k), to_double(in.v));
-  // The reference gradients start from the O the device produced only through dO, which both see.
-  auto grads = ref::attention_backward(s, to_double(in.q), to_double(in.k), to_double(in.v),
-                                       to_double(in.d_o));
-  CHECK(test::tolerance_ratio(g.get(g.o, count_o(s)), want.o, fwd_tol.atol, fwd_tol.rtol) <= 1.0);
-  CHECK(test::tolerance_ratio(dev.download<float>(g.lse, count_rows(s)), want.lse, 1e-5, 1e-5) <=
-        1.0);
-  CHECK(test::tolerance_ratio(g.get(g.d_q, count_q(s)), grads.d_q, bwd_tol.atol, bwd_tol.rtol) <=
-        1.0);
-  CHECK(test::tolerance_ratio(g.get(g.d_k, count_k(s)), grads.d_k, bwd_tol.atol, bwd_tol.rtol) <=
-        1.0);
-  CHECK(test::tolerance_ratio(g.get(g.d_v, count_v(s)), grads.d_v, bwd_tol.atol, bwd_tol.rtol) <=
-        1.0);
+// One run of forward and backward on `tiles`: O, dQ, dK, dV as the device wrote them.
+std::array<std::vector<float>, 4> run_outputs(const ref::AttentionRun& run,
+                                              const ops::AttentionTiles& tiles) {
+  Device& dev = test::device();
+  const ops::AttentionBackwardArgs g = run.backward_args(tiles);
+  Recorder rec(dev);
+  run.poison(rec);
+  ops::attention_forward(dev, rec, g.fwd);
+  ops::attention_backward(dev, rec, g);
+  rec.finish().run();
+  return {run.o(), run.d_q(), run.d_k(), run.d_v()};
 }
 
 // The tiled path's forced configurations besides the default: the shapes other devices take,
@@ -281,11 +197,6 @@ bool fits(Device& dev, const ops::AttentionTiles& t, const ref::AttentionShape& 
 
 }  // namespace
 
-// fp32: inputs up to 2 in magnitude, d up to 128, sums over up to 70 keys.
-constexpr Tolerance k_fwd_f32{2e-5, 1e-4}, k_bwd_f32{1e-4, 1e-3};
-// f16 storage: inputs are exact halves, outputs round to 11 bits.
-constexpr Tolerance k_fwd_f16{2e-3, 2e-3}, k_bwd_f16{4e-3, 4e-3};
-
 // Every rows-path kernel is specialized for its head dims, rows per lane and masks, and llvmpipe
 // takes 10-50 s to compile one of d 64 or 128 (a few seconds for d <= 40). So every case runs on
 // each path's default tiles, the configuration the engine picks; the tiled variants, cheap to
@@ -299,7 +210,7 @@ VKF_TEST_CASE(
     "[shaders][attention]") {
   for (const Case& c : cases())
     if (max_dim(c) <= 64)
-      for (Path path : paths()) check_case(c, on_path(path), DType::f32, k_fwd_f32, k_bwd_f32);
+      for (Path path : paths()) check_case(c, on_path(path), DType::f32);
 }
 
 VKF_TEST_CASE(
@@ -307,7 +218,7 @@ VKF_TEST_CASE(
     "[shaders][attention]") {
   for (const Case& c : cases())
     if (max_dim(c) > 64)
-      for (Path path : paths()) check_case(c, on_path(path), DType::f32, k_fwd_f32, k_bwd_f32);
+      for (Path path : paths()) check_case(c, on_path(path), DType::f32);
 }
 
 VKF_TEST_CASE("attention forward and backward match the reference, every tiled-path tile config",
@@ -315,7 +226,7 @@ VKF_TEST_CASE("attention forward and backward match the reference, every tiled-p
   Device& dev = test::device();
   for (const Case& c : cases())
     for (const auto& t : tiled_variants())
-      if (fits(dev, t, c.s)) check_case(c, t, DType::f32, k_fwd_f32, k_bwd_f32);
+      if (fits(dev, t, c.s)) check_case(c, t, DType::f32);
 }
 
 VKF_TEST_CASE("attention forward and backward match the reference, every rows-path variant",
@@ -326,8 +237,7 @@ VKF_TEST_CASE("attention forward and backward match the reference, every rows-pa
     for (const auto& t : rows_variants()) {
       // 8 rows a lane: the d <= 18 cases (odd dims, padding, fully masked rows, dropout).
       const uint32_t max_d = t.rows == 8 ? 18 : 40;
-      if (max_dim(c) <= max_d && fits(dev, t, c.s))
-        check_case(c, t, DType::f32, k_fwd_f32, k_bwd_f32);
+      if (max_dim(c) <= max_d && fits(dev, t, c.s)) check_case(c, t, DType::f32);
     }
 }
 
@@ -348,7 +258,7 @@ VKF_TEST_CASE("attention's rows path matches the reference on every device that 
          {ops::AttentionTiles::Unroll::rolled, ops::AttentionTiles::Unroll::unrolled}) {
       ops::AttentionTiles t = on_path(Path::rows);
       t.unroll = unroll;
-      check_case(c, t, DType::f32, k_fwd_f32, k_bwd_f32);
+      check_case(c, t, DType::f32);
     }
   }
 }
@@ -373,7 +283,7 @@ VKF_TEST_CASE("attention with f16 storage matches the reference", "[shaders][att
         if (path == Path::rows)
           t.unroll = variant == 0 ? ops::AttentionTiles::Unroll::rolled
                                   : ops::AttentionTiles::Unroll::unrolled;
-        if (fits(dev, t, c.s)) check_case(c, t, DType::f16, k_fwd_f16, k_bwd_f16);
+        if (fits(dev, t, c.s)) check_case(c, t, DType::f16);
       }
 }
 
@@ -460,23 +370,23 @@ VKF_TEST_CASE("a recorded attention replays with a new dropout seed", "[shaders]
   ref::AttentionShape s;
   s.batch = 2, s.heads = 2, s.len_q = 9, s.len_k = 11, s.d_k = 16, s.d_v = 16;
   s.dropout_p = 0.3f, s.step = 1, s.tensor_id = 3;
-  Inputs in = random_inputs(s, 99, false);
-  Gpu g(dev, s, DType::f32);
-  g.put(g.q, in.q), g.put(g.k, in.k), g.put(g.v, in.v);
+  std::mt19937 rng(99);
+  ref::AttentionRun run(dev, {s, DType::f32}, rng);
+  const ref::AttentionTolerance tol = ref::attention_tolerance(DType::f32);
   for (Path path : paths()) {
     INFO(path_name(path));
     Recorder rec(dev);
-    ops::attention_forward(dev, rec, g.args(on_path(path)));
+    ops::attention_forward(dev, rec, run.forward_args(on_path(path)));
     Sequence seq = rec.finish();
     std::vector<float> first;
     for (uint32_t seed : {11u, 12u}) {
-      StepScalars st;
-      st.seed = s.seed = seed, st.step = s.step;
-      std::memcpy(g.scalars.mapped(), &st, sizeof st);
+      run.set_dropout_stream(seed);  // the reference draws the new seed's mask too
       seq.run();
-      auto o = dev.download<float>(g.o, count_o(s));
-      auto want = ref::attention_forward(s, to_double(in.q), to_double(in.k), to_double(in.v));
-      CHECK(test::tolerance_ratio(o, want.o, 2e-5, 1e-4) <= 1.0);
+      for (const ref::Comparison& cmp : run.compare_forward(tol)) {
+        INFO(cmp.describe());
+        CHECK(cmp.ok());
+      }
+      const std::vector<float> o = run.o();
       if (first.empty())
         first = o;
       else
@@ -498,7 +408,8 @@ VKF_TEST_CASE("attention on a share of a batch drops what the whole batch would"
     ref::AttentionShape part = whole;
     part.batch = count;
     part.key_len = {whole.key_len.begin() + first, whole.key_len.begin() + first + count};
-    const Inputs in = random_inputs(whole, 21, false);
+    std::mt19937 rng(21);
+    const ref::AttentionInputs in = ref::random_attention_inputs({whole, DType::f32}, rng);
     // Sentence b of every tensor is one contiguous run: [batch, heads, len, d].
     auto rows = [&](const std::vector<float>& x, size_t per_sentence) {
       return std::vector<float>(x.begin() + ptrdiff_t(first * per_sentence),
@@ -508,22 +419,15 @@ VKF_TEST_CASE("attention on a share of a batch drops what the whole batch would"
                  no = count_o(whole) / 5;
     for (Path path : paths()) {
       INFO(path_name(path) << ", len_k " << len_k);
-      auto run = [&](const ref::AttentionShape& s, const Inputs& x, uint32_t dropout_row) {
-        Gpu g(dev, s, DType::f32);
-        StepScalars st;
-        st.seed = s.seed, st.step = s.step, st.dropout_row = dropout_row;
-        std::memcpy(g.scalars.mapped(), &st, sizeof st);
-        g.put(g.q, x.q), g.put(g.k, x.k), g.put(g.v, x.v), g.put(g.d_o, x.d_o);
-        Recorder rec(dev);
-        for (const Buffer* b : {&g.o, &g.d_q, &g.d_k, &g.d_v}) g.poison(rec, *b);
-        ops::attention_forward(dev, rec, g.args(on_path(path)));
-        ops::attention_backward(dev, rec, g.backward_args(on_path(path)));
-        rec.finish().run();
-        return std::array{g.get(g.o, count_o(s)), g.get(g.d_q, count_q(s)),
-                          g.get(g.d_k, count_k(s)), g.get(g.d_v, count_v(s))};
+      auto run = [&](const ref::AttentionShape& s, const ref::AttentionInputs& x,
+                     uint32_t dropout_row) {
+        ref::AttentionRun r(dev, {s, DType::f32}, x);
+        r.set_dropout_stream(s.seed, dropout_row);
+        return run_outputs(r, on_path(path));
       };
       const auto all = run(whole, in, 0);
-      const Inputs sub{rows(in.q, nq), rows(in.k, nk), rows(in.v, nv), rows(in.d_o, no)};
+      const ref::AttentionInputs sub{rows(in.q, nq), rows(in.k, nk), rows(in.v, nv),
+                                     rows(in.d_o, no)};
       const auto got = run(part, sub, first);
       CHECK(got[0] == rows(all[0], no));  // the same mask, so the same bits
       CHECK(got[1] == rows(all[1], nq));
@@ -580,7 +484,8 @@ TEST_CASE("attention reference backward matches finite differences", "[attention
   for (bool causal : {false, true}) {
     ref::AttentionShape s = tiny_shape();
     s.causal = causal;
-    Inputs in = random_inputs(s, 5, false);
+    std::mt19937 rng(5);
+    const ref::AttentionInputs in = ref::random_attention_inputs({s, DType::f32}, rng);
     auto q = to_double(in.q), k = to_double(in.k), v = to_double(in.v), g = to_double(in.d_o);
     auto grads = ref::attention_backward(s, q, k, v, g);
     CHECK(max_abs_diff(grads.d_q, numeric_grad(s, q, k, v, g, 0, 1e-6)) < 1e-8);
@@ -593,24 +498,17 @@ VKF_TEST_CASE("attention GPU backward matches finite differences of the double f
               "[shaders][attention]") {
   Device& dev = test::device();
   ref::AttentionShape s = tiny_shape();
-  Inputs in = random_inputs(s, 6, false);
+  std::mt19937 rng(6);
+  const ref::AttentionInputs in = ref::random_attention_inputs({s, DType::f32}, rng);
   auto q = to_double(in.q), k = to_double(in.k), v = to_double(in.v), G = to_double(in.d_o);
   for (Path path : paths()) {
     INFO(path_name(path));
-    Gpu g(dev, s, DType::f32);
-    g.put(g.q, in.q), g.put(g.k, in.k), g.put(g.v, in.v), g.put(g.d_o, in.d_o);
-    Recorder rec(dev);
-    for (const Buffer* b : {&g.o, &g.d_q, &g.d_k, &g.d_v}) g.poison(rec, *b);
-    ops::attention_forward(dev, rec, g.args(on_path(path)));
-    ops::attention_backward(dev, rec, g.backward_args(on_path(path)));
-    rec.finish().run();
+    const ref::AttentionRun run(dev, {s, DType::f32}, in);
+    const auto [o, d_q, d_k, d_v] = run_outputs(run, on_path(path));
     // fp32 gradients of O(1) against double central differences (truncation ~1e-10).
-    CHECK(test::tolerance_ratio(g.get(g.d_q, count_q(s)), numeric_grad(s, q, k, v, G, 0, 1e-5),
-                                2e-5, 1e-4) <= 1.0);
-    CHECK(test::tolerance_ratio(g.get(g.d_k, count_k(s)), numeric_grad(s, q, k, v, G, 1, 1e-5),
-                                2e-5, 1e-4) <= 1.0);
-    CHECK(test::tolerance_ratio(g.get(g.d_v, count_v(s)), numeric_grad(s, q, k, v, G, 2, 1e-5),
-                                2e-5, 1e-4) <= 1.0);
+    CHECK(test::tolerance_ratio(d_q, numeric_grad(s, q, k, v, G, 0, 1e-5), 2e-5, 1e-4) <= 1.0);
+    CHECK(test::tolerance_ratio(d_k, numeric_grad(s, q, k, v, G, 1, 1e-5), 2e-5, 1e-4) <= 1.0);
+    CHECK(test::tolerance_ratio(d_v, numeric_grad(s, q, k, v, G, 2, 1e-5), 2e-5, 1e-4) <= 1.0);
   }
 }
 
@@ -629,15 +527,18 @@ VKF_TEST_CASE("attention arguments are checked", "[shaders][attention]") {
   Device& dev = test::device();
   ref::AttentionShape s;
   s.batch = 2, s.heads = 2, s.len_q = 4, s.len_k = 4, s.d_k = 16, s.d_v = 16;
-  Gpu g(dev, s, DType::f32);
+  const ref::AttentionRun g(
+      dev, {s, DType::f32},
+      ref::AttentionInputs{std::vector<float>(count_q(s)), std::vector<float>(count_k(s)),
+                           std::vector<float>(count_v(s)), std::vector<float>(count_o(s))});
   Recorder rec(dev);
-  auto a = g.args({});
+  auto a = g.forward_args({});
   a.d_k = 129;
   REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("head dims"));
-  a = g.args({});
+  a = g.forward_args({});
   a.len_q = 5;
   REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("q needs"));
-  a = g.args({512, 128, 128, Path::tiled});
+  a = g.forward_args({512, 128, 128, Path::tiled});
   // Over shared memory; on a device of fewer than 512 invocations (a profile's) the workgroup
   // is refused first.
   REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a),
@@ -645,10 +546,10 @@ VKF_TEST_CASE("attention arguments are checked", "[shaders][attention]") {
                           ? Catch::Contains("shared memory")
                           : Catch::Contains("not valid on"));
   if (paths().size() > 1) {
-    a = g.args({0, 0, 0, Path::rows, 9});
+    a = g.forward_args({0, 0, 0, Path::rows, 9});
     REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("rows per lane"));
   }
-  a = g.args({});
+  a = g.forward_args({});
   a.dropout_p = 0.5f, a.scalars = {};
   REQUIRE_THROWS_WITH(ops::attention_forward(dev, rec, a), Catch::Contains("StepScalars"));
 }

@@ -1,106 +1,51 @@
 // Fused attention forward and backward at Transformer-base heads (8 x 64), on the kernel path the
-// engine picks for the device (rows on CPU devices, tiled on GPUs). Checked: whole heads of the
-// timed output against the double-precision reference on the same inputs (the first and the
-// last head; only the first when dropout is on, whose mask the reference draws for head 0's
-// element numbers).
-#include <cstring>
-
+// engine picks for the device (rows on CPU devices, tiled on GPUs), set up and checked through
+// the attention harness (reference/attention_case.h): whole heads of the timed output against
+// the double-precision reference on the same inputs (the first and the last head; only the
+// first when dropout is on, whose mask the one-head reference draws for head 0's element
+// numbers), at the shader tests' tolerances.
 #include "apps/vkf/bench/check.h"
 #include "apps/vkf/bench/rows.h"
 #include "engine/ops/attention.h"
-#include "engine/step_scalars.h"
-#include "reference/attention.h"
+#include "reference/attention_case.h"
 
 namespace vkf::bench {
 namespace {
 
 constexpr uint32_t k_seed = 1234, k_step = 1;
 
-std::vector<double> slice(const std::vector<float>& v, size_t first, size_t count) {
-  return {v.begin() + int64_t(first), v.begin() + int64_t(first + count)};
-}
-
 void attention_row(Context& cx, Row& row, const AttentionShape& s, bool backward) {
   Device& dev = cx.dev;
   const uint32_t heads = k_attention_heads, d = k_attention_head_dim;
-  const uint64_t n = uint64_t{s.batch} * heads * s.len * d,
-                 rows = uint64_t{s.batch} * heads * s.len;
-  const std::vector<float> q = uniform(cx.rng, n), k = uniform(cx.rng, n), v = uniform(cx.rng, n),
-                           d_o = uniform(cx.rng, n);
-  Buffer bq = dev.allocate(n * 4, "q"), bk = dev.allocate(n * 4, "k"),
-         bv = dev.allocate(n * 4, "v");
-  Buffer bo = dev.allocate(n * 4, "o"), bdo = dev.allocate(n * 4, "d_o");
-  Buffer bdq = dev.allocate(n * 4, "d_q"), bdk = dev.allocate(n * 4, "d_k");
-  Buffer bdv = dev.allocate(n * 4, "d_v");
-  Buffer lse = dev.allocate(rows * 4, "lse"), delta = dev.allocate(rows * 4, "delta");
-  Buffer scalars = dev.allocate(sizeof(StepScalars), "step scalars", MemoryKind::host);
-  StepScalars st;
-  st.seed = k_seed;
-  st.step = k_step;
-  std::memcpy(scalars.mapped(), &st, sizeof st);
-  dev.upload(bq, q);
-  dev.upload(bk, k);
-  dev.upload(bv, v);
-  dev.upload(bdo, d_o);
-
-  ops::AttentionArgs a;
-  a.batch = s.batch, a.heads = heads, a.len_q = s.len, a.len_k = s.len, a.d_k = d, a.d_v = d;
-  a.q = bq, a.k = bk, a.v = bv, a.o = bo, a.lse = lse, a.scalars = scalars;
-  a.causal = s.causal;
-  a.dropout_p = s.dropout ? 0.1f : 0.0f;
-  if (backward) {  // the backward reads the forward's o and lse
+  ref::AttentionCase c;
+  c.s.batch = int(s.batch), c.s.heads = int(heads), c.s.len_q = c.s.len_k = int(s.len);
+  c.s.d_k = c.s.d_v = int(d), c.s.causal = s.causal;
+  c.s.dropout_p = s.dropout ? 0.1f : 0.0f;
+  c.s.seed = k_seed, c.s.step = k_step;
+  c.qk_range = 1.0f;
+  const ref::AttentionRun run(dev, c, cx.rng);
+  const ops::AttentionBackwardArgs g = run.backward_args();
+  {  // Outputs poisoned, outside the timing; the backward reads the forward's O and LSE.
     Recorder init(dev);
-    ops::attention_forward(dev, init, a);
+    run.poison(init);
+    if (backward) ops::attention_forward(dev, init, g.fwd);
     init.finish().run();
   }
   Recorder rec(dev, timed_recorder(dev));
-  if (backward) {
-    ops::AttentionBackwardArgs b{a, bdo, bdq, bdk, bdv, delta, {}, {}};
-    ops::attention_backward(dev, rec, b);
-    if (cx.sabotage(row.id)) rec.fill(bdq.ref().slice(0, 4), k_wrong_bits);
-  } else {
-    ops::attention_forward(dev, rec, a);
-    if (cx.sabotage(row.id)) rec.fill(bo.ref().slice(0, 4), k_wrong_bits);
-  }
+  const auto kernel = backward ? ops::AttentionKernel::backward_q : ops::AttentionKernel::forward;
+  if (backward)
+    ops::attention_backward(dev, rec, g);
+  else
+    ops::attention_forward(dev, rec, g.fwd);
+  if (cx.sabotage(row.id)) run.corrupt(rec, kernel);
   Sequence seq = rec.finish();
   const double first = timed_run(seq);
 
-  ref::AttentionShape rs;
-  rs.len_q = rs.len_k = int(s.len);
-  rs.d_k = rs.d_v = int(d);
-  rs.causal = s.causal;
-  rs.dropout_p = a.dropout_p;
-  rs.seed = k_seed, rs.step = k_step, rs.tensor_id = a.dropout_tensor;
   std::vector<uint32_t> checked{0};
   if (!s.dropout) checked.push_back(s.batch * heads - 1);
-  const size_t head = size_t{s.len} * d;
-  std::vector<Comparison> cmps;
-  if (backward) {
-    const std::vector<float> gq = dev.download<float>(bdq, n), gk = dev.download<float>(bdk, n),
-                             gv = dev.download<float>(bdv, n);
-    Comparison cq("d_q"), ck("d_k"), cv("d_v");
-    for (uint32_t bh : checked) {
-      const size_t at = bh * head;
-      const ref::AttentionGrads g = ref::attention_backward(
-          rs, slice(q, at, head), slice(k, at, head), slice(v, at, head), slice(d_o, at, head));
-      for (size_t i = 0; i < head; ++i) {
-        cq.add(gq[at + i], g.d_q[i], g.d_q[i], 5e-4, 5e-3);
-        ck.add(gk[at + i], g.d_k[i], g.d_k[i], 5e-4, 5e-3);
-        cv.add(gv[at + i], g.d_v[i], g.d_v[i], 5e-4, 5e-3);
-      }
-    }
-    cmps = {cq, ck, cv};
-  } else {
-    const std::vector<float> o = dev.download<float>(bo, n), l = dev.download<float>(lse, rows);
-    Comparison co("o"), cl("lse");
-    for (uint32_t bh : checked) {
-      const ref::AttentionForward f = ref::attention_forward(
-          rs, slice(q, bh * head, head), slice(k, bh * head, head), slice(v, bh * head, head));
-      for (size_t i = 0; i < head; ++i) co.add(o[bh * head + i], f.o[i], f.o[i], 1e-4, 1e-3);
-      for (size_t i = 0; i < s.len; ++i) cl.add(l[bh * s.len + i], f.lse[i], f.lse[i], 1e-4, 1e-4);
-    }
-    cmps = {co, cl};
-  }
+  const ref::AttentionTolerance tol = ref::attention_tolerance(DType::f32);
+  const std::vector<Comparison> cmps =
+      backward ? run.compare_backward(tol, checked) : run.compare_forward(tol, checked);
   const ops::AttentionTiles tiles = ops::attention_default_tiles(
       dev.info(), backward ? ops::AttentionKernel::backward_kv : ops::AttentionKernel::forward, d,
       d);
