@@ -27,6 +27,7 @@ class Comparison {
   // An element that must come back bit for bit as it was (a guard zone, row padding): `same`
   // passes with no error, anything else fails outright.
   void add_exact(bool same, double got, double want);
+  const std::string& what() const { return what_; }
   bool ok() const { return ok_; }
   double worst() const { return worst_; }
   size_t count() const { return count_; }
