@@ -8,11 +8,10 @@
 
 #include "engine/error.h"
 #include "engine/ops/adam.h"
-#include "engine/ops/layer_norm.h"
-#include "engine/ops/loss.h"
 #include "engine/ops/topk.h"
 #include "engine/step_scalars.h"
-#include "reference/layer_norm.h"
+#include "reference/cross_entropy_case.h"
+#include "reference/layer_norm_case.h"
 #include "reference/loss.h"
 #include "reference/optim.h"
 #include "reference/stored.h"
@@ -21,77 +20,33 @@
 namespace vkf::tune {
 namespace {
 
-constexpr double k_eps = 1e-6;
-
-std::vector<double> doubles(const std::vector<float>& v) {
-  return {v.begin(), v.end()};
+// The first comparison that failed, "<what> wrong at element i: <how> (<where>)"; "" when none.
+std::string first_failure(const std::vector<ref::Comparison>& checked, const std::string& where) {
+  for (const ref::Comparison& cmp : checked)
+    if (!cmp.ok())
+      return cmp.what() + " wrong at element " + std::to_string(cmp.worst_index()) + ": " +
+             cmp.describe() + " (" + where + ")";
+  return "";
 }
 
+// One shape through the LayerNorm harness (reference/layer_norm_case.h): the candidate forced
+// on the forward and the backward, outputs poisoned, the tests' tolerances.
 std::string check_layer_norm_shape(Device& dev, const ops::LayerNormConfig& c, DType t,
                                    uint32_t rows, uint32_t d, bool wrong) {
+  ref::LayerNormCase lc;
+  lc.rows = rows, lc.d = d, lc.dtype = t, lc.config = c;
   std::mt19937 rng(rows * 977 + d);
-  const size_t n = size_t(rows) * d;
-  const std::vector<float> x = ref::random_stored(rng, n, t, -2, 2),
-                           dy = ref::random_stored(rng, n, t),
-                           gamma = ref::random_stored(rng, d, DType::f32, 0.5f, 1.5f),
-                           beta = ref::random_stored(rng, d, DType::f32);
-  const uint32_t es = dtype_bytes(t);
-  Buffer xb = dev.allocate(n * es, "tuner check x"), yb = dev.allocate(n * es, "tuner check y"),
-         dyb = dev.allocate(n * es, "tuner check dy"), dxb = dev.allocate(n * es, "tuner check dx"),
-         gb = dev.allocate(d * 4, "tuner check gamma"),
-         bb = dev.allocate(d * 4, "tuner check beta"),
-         meanb = dev.allocate(rows * 4, "tuner check mean"),
-         rstdb = dev.allocate(rows * 4, "tuner check rstd"),
-         dgb = dev.allocate(d * 4, "tuner check dgamma"),
-         dbb = dev.allocate(d * 4, "tuner check dbeta"),
-         scratch = dev.allocate(ops::layer_norm_backward_scratch_bytes(rows, d), "tuner scratch");
-  ref::upload_stored(dev, xb, x, t);
-  ref::upload_stored(dev, dyb, dy, t);
-  dev.upload(gb, gamma);
-  dev.upload(bb, beta);
-  ref::poison(dev, yb, n, t);
-  ref::poison(dev, dxb, n, t);
-  for (const Buffer* b : {&meanb, &rstdb}) ref::poison(dev, *b, rows, DType::f32);
-  for (const Buffer* b : {&dgb, &dbb}) ref::poison(dev, *b, d, DType::f32);
-
-  ops::LayerNormForwardArgs f;
-  f.dtype = t, f.x = xb, f.gamma = gb, f.beta = bb, f.y = yb, f.mean = meanb, f.rstd = rstdb;
-  f.rows = rows, f.d = d, f.eps = float(k_eps);
-  f.workgroup_size = c.workgroup_size, f.reduce = c.reduce, f.reads = c.reads;
-  ops::LayerNormBackwardArgs b;
-  b.dtype = t, b.dy = dyb, b.h = xb, b.gamma = gb, b.mean = meanb, b.rstd = rstdb, b.dx = dxb;
-  b.dgamma = dgb, b.dbeta = dbb, b.scratch = scratch, b.rows = rows, b.d = d;
-  b.workgroup_size = c.workgroup_size, b.reduce = c.reduce, b.reads = c.reads;
+  const ref::LayerNormRun run(dev, lc, rng);
   try {
     Recorder rec(dev);
-    ops::layer_norm_forward(dev, rec, f);
-    ops::layer_norm_backward(dev, rec, b);
-    if (wrong) rec.fill(yb.ref().slice(0, 4), ref::k_wrong_bits);
+    run.record(rec);
+    if (wrong) run.corrupt(rec);
     rec.finish().run();
   } catch (const Error& e) {
     return std::string("the op refused it: ") + e.what();
   }
-  const auto want =
-      ref::layer_norm_forward(doubles(x), {}, {}, doubles(gamma), doubles(beta), rows, d, k_eps);
-  const auto grads =
-      ref::layer_norm_backward(doubles(dy), doubles(x), {}, {}, doubles(gamma), rows, d, k_eps);
-  // The shader tests' tolerances (tests/shaders/test_layer_norm.cpp).
-  const bool half = t == DType::f16;
-  std::string why = ref::first_wrong("y", ref::download_stored(dev, yb, n, t), want.y,
-                                     half ? 1e-4 : 2e-5, half ? 1e-3 : 1e-4);
-  if (why.empty())
-    why = ref::first_wrong("mean", dev.download<float>(meanb, rows), want.mean, 1e-5, 1e-5);
-  if (why.empty())
-    why = ref::first_wrong("rstd", dev.download<float>(rstdb, rows), want.rstd, 1e-5, 1e-4);
-  if (why.empty())
-    why = ref::first_wrong("dx", ref::download_stored(dev, dxb, n, t), grads.dx, half ? 1e-4 : 5e-5,
-                           half ? 1e-3 : 1e-4);
-  if (why.empty())
-    why = ref::first_wrong("dgamma", dev.download<float>(dgb, d), grads.dgamma, 1e-4, 1e-4);
-  if (why.empty())
-    why = ref::first_wrong("dbeta", dev.download<float>(dbb, d), grads.dbeta, 1e-4, 1e-4);
-  if (!why.empty()) why += " (" + std::to_string(rows) + " rows of " + std::to_string(d) + ")";
-  return why;
+  return first_failure(run.compare(ref::layer_norm_tolerance(t)),
+                       std::to_string(rows) + " rows of " + std::to_string(d));
 }
 
 }  // namespace
@@ -107,60 +62,27 @@ std::string check_layer_norm(Device& dev, const ops::LayerNormConfig& candidate,
   return "";
 }
 
+// Through the cross-entropy harness (reference/cross_entropy_case.h): label smoothing, a
+// gradient scale, padding rows and a target outside the vocabulary among 9 rows, a vocabulary
+// no workgroup divides.
 std::string check_cross_entropy(Device& dev, const ops::RowKernelConfig& candidate,
                                 const ops::CrossEntropyProblem& p, const Sabotage& sabotage) {
-  const DType t = p.dtype;
-  const uint32_t rows = 9, vocab = std::min(p.vocab, 3000u) | 1u;
-  const float eps = 0.1f, grad_scale = 0.37f;
-  const int32_t pad = 0;
-  std::mt19937 rng(vocab);
-  const size_t n = size_t(rows) * vocab;
-  const std::vector<float> logits = ref::random_stored(rng, n, t, -4, 4);
-  std::vector<int32_t> targets(rows);
-  std::uniform_int_distribution<int32_t> pick(1, int32_t(vocab) - 1);
-  for (int32_t& x : targets) x = pick(rng);
-  targets[3] = pad;  // a padding row: zeros
-  const uint32_t es = dtype_bytes(t);
-  Buffer lb = dev.allocate(n * es, "tuner check logits"),
-         db = dev.allocate(n * es, "tuner check dlogits"),
-         tb = dev.allocate(rows * 4, "tuner check targets"),
-         lossb = dev.allocate(rows * 4, "tuner check row_loss"),
-         logpb = dev.allocate(rows * 4, "tuner check row_logp"),
-         step = dev.allocate(sizeof(StepScalars), "tuner check step", MemoryKind::host);
-  StepScalars st;
-  st.grad_scale = grad_scale;
-  std::memcpy(step.mapped(), &st, sizeof st);
-  ref::upload_stored(dev, lb, logits, t);
-  dev.upload(tb, targets);
-  ref::poison(dev, db, n, t);
-  ref::poison(dev, lossb, rows, DType::f32);
-  ref::poison(dev, logpb, rows, DType::f32);
-  ops::CrossEntropyArgs a;
-  a.dtype = t, a.logits = lb, a.targets = tb, a.step = step, a.row_loss = lossb;
-  a.row_logp = logpb, a.dlogits = db, a.rows = rows, a.vocab = vocab, a.pad_id = pad;
-  a.label_smoothing = eps, a.config = candidate;
+  ref::CrossEntropyCase c;
+  c.rows = 9, c.vocab = std::min(p.vocab, 3000u) | 1u, c.pad_id = 0;
+  c.label_smoothing = 0.1f, c.grad_scale = 0.37f;
+  c.dtype = p.dtype, c.config = candidate;
+  std::mt19937 rng(c.vocab);
+  const ref::CrossEntropyRun run(dev, c, rng);
   try {
     Recorder rec(dev);
-    ops::cross_entropy(dev, rec, a);
-    if (sabotage && sabotage(ops::describe(candidate)))
-      rec.fill(db.ref().slice(0, 4), ref::k_wrong_bits);
+    run.record(rec);
+    if (sabotage && sabotage(ops::describe(candidate))) run.corrupt(rec);
     rec.finish().run();
   } catch (const Error& e) {
     return std::string("the op refused it: ") + e.what();
   }
-  const ref::CrossEntropyResult want =
-      ref::cross_entropy(logits, targets, rows, vocab, pad, eps, grad_scale);
-  // The shader tests' tolerances (tests/shaders/test_loss.cpp).
-  std::string why =
-      ref::first_wrong("row loss", dev.download<float>(lossb, rows), want.row_loss, 2e-5, 1e-5);
-  if (why.empty())
-    why =
-        ref::first_wrong("row log p", dev.download<float>(logpb, rows), want.row_logp, 2e-5, 1e-5);
-  if (why.empty())
-    why = ref::first_wrong("dlogits", ref::download_stored(dev, db, n, t), want.dlogits,
-                           1e-6 * grad_scale, t == DType::f16 ? 1e-3 : 1e-4);
-  if (!why.empty()) why += " (" + std::to_string(rows) + " rows of " + std::to_string(vocab) + ")";
-  return why;
+  return first_failure(run.compare(ref::cross_entropy_tolerance(c.dtype, c.grad_scale)),
+                       std::to_string(c.rows) + " rows of " + std::to_string(c.vocab));
 }
 
 std::string check_topk(Device& dev, const ops::TopKConfig& candidate, const ops::TopKProblem& p,

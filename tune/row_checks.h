@@ -1,9 +1,10 @@
 #pragma once
 // The tuner's correctness guards for the row kernels: a candidate LayerNorm configuration runs
 // the forward and the backward, a cross-entropy one the loss with its gradient, a top-k one its
-// selection, on small inputs
-// of the problem's storage type (rows no workgroup divides, an odd row length), against the
-// double-precision references (reference/layer_norm.h, loss.h). Outputs start poisoned.
+// selection, on small inputs of the problem's storage type (rows no workgroup divides, an odd
+// row length), against the double-precision references. Outputs start poisoned. LayerNorm and
+// cross-entropy run through the harnesses the shader tests use (reference/layer_norm_case.h,
+// cross_entropy_case.h), with the tests' tolerances.
 #include <string>
 
 #include "engine/device.h"
