@@ -1,17 +1,18 @@
 // LayerNorm forward/backward (plain and post-LN residual + dropout) against the double reference,
 // every workgroup size and reduction path forced, in f32 and f16 storage, plus finite
-// differences of the reference.
+// differences of the reference. The set-up, run and comparison are the LayerNorm harness's
+// (reference/layer_norm_case.h), shared with the tuner's correctness guard.
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <tuple>
 
 #include "engine/ops/layer_norm.h"
 #include "engine/ops/layer_norm_choice.h"
 #include "engine/philox.h"
-#include "engine/step_scalars.h"
 #include "engine/tuning.h"
 #include "reference/layer_norm.h"
+#include "reference/layer_norm_case.h"
+#include "reference/stored.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
@@ -20,33 +21,11 @@ using namespace vkf;
 
 namespace {
 
-constexpr double k_eps = 1e-6;
-
-std::vector<float> poisoned(size_t n, DType t = DType::f32) {
-  return std::vector<float>(n, test::poison(t));
-}
-
-Buffer step_buffer(Device& dev, uint32_t seed, uint32_t step, uint32_t dropout_row = 0) {
-  Buffer b = dev.allocate(sizeof(StepScalars), "step scalars", MemoryKind::host);
-  StepScalars st;
-  st.seed = seed;
-  st.step = step;
-  st.dropout_row = dropout_row;
-  std::memcpy(b.mapped(), &st, sizeof st);
-  return b;
-}
-
-Buffer upload(Device& dev, const std::vector<float>& v, const char* what, DType t = DType::f32) {
-  return test::upload_stored(dev, v, t, what);
-}
-
-std::vector<float> download(Device& dev, const Buffer& b, size_t n, DType t = DType::f32) {
-  return test::download_stored(dev, b, n, t);
-}
-
 using test::has_storage16;
-using test::stored;
 
+constexpr double k_eps = 1e-6;  // the finite-difference check's; the harness runs with the same
+
+// The knobs the tests below vary; the harness's LayerNormCase has these and the dropout stream.
 struct Case {
   uint32_t rows, d;
   bool residual;
@@ -57,180 +36,58 @@ struct Case {
   ops::RowKernelConfig::Reads reads = ops::RowKernelConfig::Reads::automatic;
 };
 
-// Inputs for one case: x has an offset so that the variance pass must not cancel. The [rows, d]
-// tensors hold values of the storage type (rounded to f16 for f16), so that the reference sees
-// exactly what the kernels read.
-struct Inputs {
-  std::vector<float> x, s, gamma, beta, dy;
-  Inputs(uint32_t rows, uint32_t d, uint32_t seed, DType t = DType::f32) {
-    const size_t n = size_t{rows} * d;
-    x = stored(test::random_floats(n, seed, 2.0f, 4.0f), t);
-    s = stored(test::random_floats(n, seed + 1), t);
-    gamma = test::random_floats(d, seed + 2, 0.5f, 1.5f);
-    beta = test::random_floats(d, seed + 3);
-    dy = stored(test::random_floats(n, seed + 4), t);
-  }
-};
-
-// Tolerances (atol, rtol) of the outputs stored in the case's dtype; mean, rstd, dgamma and dbeta
-// are fp32 computed from exactly the stored inputs, so theirs do not depend on it.
-struct Tolerance {
-  double atol, rtol;
-};
-struct Tolerances {
-  Tolerance h;   // against the exact x + mask * s: the fp32 sum, then one rounding to storage
-  Tolerance y;   // y is O(1)
-  Tolerance dx;  // dx and ds sum over d
-};
-// fp32: the arithmetic's error. f16: one more rounding of the stored output (2^-11 relative),
-// with headroom, on top of it.
-constexpr Tolerances k_tol_f32{{1e-6, 1e-6}, {2e-5, 1e-4}, {5e-5, 1e-4}};
-constexpr Tolerances k_tol_f16{{1e-6, 5e-4}, {1e-4, 1e-3}, {1e-4, 1e-3}};
-
-struct GpuResult {
-  std::vector<float> y, h, mean, rstd, dx, ds, dgamma, dbeta;
-};
-
 // share: the rows are sentences of share.len tokens that start at sentence share.first of a
 // larger batch (StepScalars::dropout_row).
 struct Share {
   uint32_t first = 0, len = 0;
 };
 
-GpuResult run_gpu(const Case& c, const Inputs& in, uint32_t seed, uint32_t step,
-                  const std::vector<float>& dx0 = {}, const std::vector<float>& dparam0 = {},
-                  Share share = {}) {
+// The harness's case for c with the dropout stream (seed, step).
+ref::LayerNormCase harness_case(const Case& c, uint32_t seed = 99, uint32_t step = 3,
+                                Share share = {}) {
+  ref::LayerNormCase h;
+  h.rows = c.rows, h.d = c.d, h.residual = c.residual, h.dropout = c.p, h.dtype = c.dtype;
+  h.config = {c.wg, c.reduce, c.reads};
+  h.seed = seed, h.step = step, h.dropout_row = share.first, h.sentence_len = share.len;
+  return h;
+}
+
+// Inputs for c drawn from `seed`: x has an offset so that the variance pass must not cancel. The
+// [rows, d] tensors hold values of the storage type (rounded to f16 for f16), so that the
+// reference sees exactly what the kernels read.
+ref::LayerNormInputs inputs(const Case& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  return ref::random_layer_norm_inputs(harness_case(c), rng);
+}
+
+// Runs c's forward and backward on `in` through the harness (outputs poisoned first) and returns
+// what they wrote.
+ref::LayerNormOutputs run_gpu(const Case& c, const ref::LayerNormInputs& in, uint32_t seed,
+                              uint32_t step, Share share = {}) {
   Device& dev = test::device();
-  const size_t n = size_t{c.rows} * c.d;
-  const DType t = c.dtype;
-  Buffer x = upload(dev, in.x, "x", t), s = upload(dev, in.s, "s", t);
-  Buffer gamma = upload(dev, in.gamma, "gamma"), beta = upload(dev, in.beta, "beta");
-  Buffer dy = upload(dev, in.dy, "dy", t);
-  Buffer y = upload(dev, poisoned(n, t), "y", t), h = upload(dev, poisoned(n, t), "h", t);
-  Buffer mean = upload(dev, poisoned(c.rows), "mean"), rstd = upload(dev, poisoned(c.rows), "rstd");
-  Buffer dx = upload(dev, dx0.empty() ? poisoned(n, t) : dx0, "dx", t);
-  Buffer ds = upload(dev, poisoned(n, t), "ds", t);
-  Buffer dgamma = upload(dev, dparam0.empty() ? poisoned(c.d) : dparam0, "dgamma");
-  Buffer dbeta = upload(dev, dparam0.empty() ? poisoned(c.d) : dparam0, "dbeta");
-  Buffer scratch = dev.allocate(ops::layer_norm_backward_scratch_bytes(c.rows, c.d), "scratch");
-  dev.upload(scratch, poisoned(scratch.size() / 4));
-  Buffer st = step_buffer(dev, seed, step, share.first);
-
+  const ref::LayerNormRun run(dev, harness_case(c, seed, step, share), in);
   Recorder rec(dev);
-  ops::LayerNormForwardArgs f;
-  f.dtype = t;
-  f.x = x;
-  if (c.residual) {
-    f.s = s;
-    f.h = h;
-  }
-  f.gamma = gamma;
-  f.beta = beta;
-  f.y = y;
-  f.mean = mean;
-  f.rstd = rstd;
-  f.step = st;
-  f.rows = c.rows;
-  f.d = c.d;
-  f.eps = float(k_eps);
-  f.dropout = c.p;
-  f.tensor_id = 7;
-  f.batch_row_rows = share.len;
-  f.workgroup_size = c.wg;
-  f.reduce = c.reduce;
-  f.reads = c.reads;
-  ops::layer_norm_forward(dev, rec, f);
-
-  ops::LayerNormBackwardArgs b;
-  b.dtype = t;
-  b.dy = dy;
-  b.h = c.residual ? h : x;
-  b.gamma = gamma;
-  b.mean = mean;
-  b.rstd = rstd;
-  b.dx = dx;
-  if (c.residual) b.ds = ds;
-  b.dgamma = dgamma;
-  b.dbeta = dbeta;
-  b.scratch = scratch;
-  b.step = st;
-  b.rows = c.rows;
-  b.d = c.d;
-  b.dropout = c.p;
-  b.tensor_id = 7;
-  b.batch_row_rows = share.len;
-  b.accumulate_dx = !dx0.empty();
-  b.accumulate_params = !dparam0.empty();
-  b.workgroup_size = c.wg;
-  b.reduce = c.reduce;
-  b.reads = c.reads;
-  ops::layer_norm_backward(dev, rec, b);
+  run.record(rec);
   rec.finish().run();
-
-  GpuResult r;
-  r.y = download(dev, y, n, t);
-  if (c.residual) r.h = download(dev, h, n, t);
-  r.mean = download(dev, mean, c.rows);
-  r.rstd = download(dev, rstd, c.rows);
-  r.dx = download(dev, dx, n, t);
-  if (c.residual) r.ds = download(dev, ds, n, t);
-  r.dgamma = download(dev, dgamma, c.d);
-  r.dbeta = download(dev, dbeta, c.d);
-  return r;
+  return run.outputs();
 }
 
-std::vector<double> plus(std::vector<double> a, const std::vector<float>& b) {
-  for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
-  return a;
-}
-
+// c through the harness, every output within the tolerances of its storage type; odd seeds
+// accumulate into non-zero gradients, which checks the += paths at the same time.
 void check_case(const Case& c, uint32_t seed) {
-  INFO("rows " << c.rows << " d " << c.d << " residual " << c.residual << " p " << c.p << " wg "
-               << c.wg << " reduce " << int(c.reduce) << " " << dtype_name(c.dtype) << " reads "
-               << int(c.reads));
-  Inputs in(c.rows, c.d, seed, c.dtype);
-  const uint32_t n = c.rows * c.d;
-  const Tolerances& tol = c.dtype == DType::f16 ? k_tol_f16 : k_tol_f32;
-  auto mask = c.residual ? ref::dropout_mask(n, c.p, 99, 3, 7) : std::vector<double>{};
-  auto s = c.residual ? ref::to_double(in.s) : std::vector<double>{};
-  auto x = ref::to_double(in.x), gamma = ref::to_double(in.gamma);
-  // Accumulating into non-zero gradients checks the += paths at the same time.
-  const bool acc = seed % 2 == 1;
-  auto dx0 = acc ? stored(test::random_floats(n, seed + 10), c.dtype) : std::vector<float>{};
-  auto dp0 = acc ? test::random_floats(c.d, seed + 11) : std::vector<float>{};
-  GpuResult got = run_gpu(c, in, 99, 3, dx0, dp0);
-
-  // h = x + mask * s is one rounding (to fp32, or to f16) away from the exact sum, and a row
-  // whose values nearly agree magnifies that by rstd. So h is checked against the exact sum, and
-  // the normalisation and its gradients against the reference evaluated at the kernel's h.
-  auto beta = ref::to_double(in.beta), dy = ref::to_double(in.dy);
-  if (c.residual) {
-    auto exact = ref::layer_norm_forward(x, s, mask, gamma, beta, c.rows, c.d, k_eps);
-    CHECK(test::tolerance_ratio(got.h, exact.h, tol.h.atol, tol.h.rtol) <= 1.0);
+  ref::LayerNormCase hc = harness_case(c);
+  hc.accumulate = seed % 2 == 1;
+  INFO(hc.describe() << ", seed " << seed);
+  Device& dev = test::device();
+  std::mt19937 rng(seed);
+  const ref::LayerNormRun run(dev, hc, rng);
+  Recorder rec(dev);
+  run.record(rec);
+  rec.finish().run();
+  for (const ref::Comparison& cmp : run.compare(ref::layer_norm_tolerance(c.dtype))) {
+    INFO(cmp.describe());
+    CHECK(cmp.ok());
   }
-  auto h = c.residual ? ref::to_double(got.h) : x;
-  auto want = ref::layer_norm_forward(h, {}, {}, gamma, beta, c.rows, c.d, k_eps);
-  auto grads = ref::layer_norm_backward(dy, h, {}, {}, gamma, c.rows, c.d, k_eps);
-  if (c.residual) {  // ds = dh * mask, the chain rule through h = x + mask * s
-    grads.ds = grads.dx;
-    for (uint32_t i = 0; i < n; ++i) grads.ds[i] *= mask[i];
-  }
-
-  // y and dx as above; fp32 statistics and dgamma, dbeta (sums over rows) in any dtype.
-  CHECK(test::tolerance_ratio(got.y, want.y, tol.y.atol, tol.y.rtol) <= 1.0);
-  CHECK(test::tolerance_ratio(got.mean, want.mean, 1e-5, 1e-5) <= 1.0);
-  CHECK(test::tolerance_ratio(got.rstd, want.rstd, 1e-5, 1e-4) <= 1.0);
-  auto want_dx = acc ? plus(grads.dx, dx0) : grads.dx;
-  auto want_dg = acc ? plus(grads.dgamma, dp0) : grads.dgamma;
-  auto want_db = acc ? plus(grads.dbeta, dp0) : grads.dbeta;
-  CHECK(test::tolerance_ratio(got.dx, want_dx, tol.dx.atol, tol.dx.rtol) <= 1.0);
-  if (c.residual) {
-    CHECK(test::tolerance_ratio(got.ds, grads.ds, tol.dx.atol, tol.dx.rtol) <= 1.0);
-    for (uint32_t i = 0; i < n; ++i)
-      if (mask[i] == 0.0) REQUIRE(got.ds[i] == 0.0f);  // the forward's mask, exactly
-  }
-  CHECK(test::tolerance_ratio(got.dgamma, want_dg, 1e-4, 1e-4) <= 1.0);
-  CHECK(test::tolerance_ratio(got.dbeta, want_db, 1e-4, 1e-4) <= 1.0);
 }
 
 }  // namespace
@@ -307,24 +164,26 @@ VKF_TEST_CASE("layer_norm f16 statistics use h as stored", "[shaders][layer_norm
   std::uniform_real_distribution<float> mag(0.1f, 8.0f), small(-0.06f, 0.06f);
   for (int i = 0; i < 59; ++i) pairs.push_back({(rng() % 2 ? -1 : 1) * mag(rng), small(rng)});
   const uint32_t rows = uint32_t(pairs.size());
-  Inputs in(rows, 1, 5, DType::f16);
+  ref::LayerNormInputs in =
+      inputs({rows, 1, true, 0.0f, 0, ops::RowReduce::automatic, DType::f16}, 5);
   for (uint32_t r = 0; r < rows; ++r) {
     in.x[r] = pairs[r].first;
     in.s[r] = pairs[r].second;
   }
-  in.x = stored(in.x, DType::f16);
-  in.s = stored(in.s, DType::f16);
+  in.x = ref::stored(in.x, DType::f16);
+  in.s = ref::stored(in.s, DType::f16);
   std::vector<float> sums(rows);
   for (uint32_t r = 0; r < rows; ++r) sums[r] = in.x[r] + in.s[r];
-  const std::vector<float> want_h = stored(sums, DType::f16);
-  const std::vector<float> want_y = stored(in.beta, DType::f16);
+  const std::vector<float> want_h = ref::stored(sums, DType::f16);
+  const std::vector<float> want_y = ref::stored(in.beta, DType::f16);
   for (auto reduce :
        {ops::RowReduce::shared, ops::RowReduce::subgroup, ops::RowReduce::subgroup_rows})
     for (float p : {0.0f, 0.25f}) {
       if (reduce != ops::RowReduce::shared && !test::device().info().subgroup_arithmetic) continue;
       INFO("reduce " << int(reduce) << " p " << p);
-      const GpuResult got = run_gpu({rows, 1, true, p, 0, reduce, DType::f16}, in, 99, 3);
-      const auto mask = ref::dropout_mask(rows, p, 99, 3, 7);
+      const ref::LayerNormOutputs got =
+          run_gpu({rows, 1, true, p, 0, reduce, DType::f16}, in, 99, 3);
+      const auto mask = ref::dropout_mask(rows, p, 99, 3, ref::k_layer_norm_tensor_id);
       for (uint32_t r = 0; r < rows; ++r) {
         INFO("row " << r << ": x " << in.x[r] << " s " << in.s[r] << " mask " << mask[r]);
         if (p == 0.0f) REQUIRE(got.h[r] == want_h[r]);  // the exact sum, rounded once
@@ -349,10 +208,12 @@ VKF_TEST_CASE("layer_norm with f16 storage agrees with f32 on the same inputs",
       INFO("rows " << rows << " d " << d << " residual " << residual << " reduce " << int(reduce));
       const uint32_t n = rows * d;
       const float p = residual ? 0.25f : 0.0f;
-      Inputs in(rows, d, rows + d, DType::f16);
-      GpuResult half = run_gpu({rows, d, residual, p, 0, reduce, DType::f16}, in, 99, 3);
+      const Case c{rows, d, residual, p, 0, reduce, DType::f16};
+      ref::LayerNormInputs in = inputs(c, rows + d);
+      const ref::LayerNormOutputs half = run_gpu(c, in, 99, 3);
       if (residual) in.x = half.h;
-      GpuResult full = run_gpu({rows, d, false, 0.0f, 0, reduce, DType::f32}, in, 99, 3);
+      const ref::LayerNormOutputs full =
+          run_gpu({rows, d, false, 0.0f, 0, reduce, DType::f32}, in, 99, 3);
 
       auto same = [](const std::vector<float>& got, const std::vector<float>& want) {
         return test::tolerance_ratio(got, ref::to_double(want), 1e-7, 1e-6) <= 1.0;
@@ -368,7 +229,8 @@ VKF_TEST_CASE("layer_norm with f16 storage agrees with f32 on the same inputs",
       CHECK(rounded(half.dx, full.dx));
       if (residual) {  // ds = dh * mask, with the f32 kernels' dh = dx
         std::vector<float> want(n);
-        for (uint32_t i = 0; i < n; ++i) want[i] = full.dx[i] * dropout_scale(p, 99, 3, 7, i);
+        for (uint32_t i = 0; i < n; ++i)
+          want[i] = full.dx[i] * dropout_scale(p, 99, 3, ref::k_layer_norm_tensor_id, i);
         CHECK(rounded(half.ds, want));
       }
     }
@@ -382,15 +244,15 @@ VKF_TEST_CASE("layer_norm on a share of a batch drops what the whole batch would
     if (reduce == ops::RowReduce::subgroup_rows && !test::device().info().subgroup_arithmetic)
       continue;
     const Case whole{sentences * len, d, true, 0.3f, 64, reduce};
-    const Inputs in(whole.rows, d, 11);
-    const GpuResult all = run_gpu(whole, in, 5, 9);
+    const ref::LayerNormInputs in = inputs(whole, 11);
+    const ref::LayerNormOutputs all = run_gpu(whole, in, 5, 9);
     Case part = whole;
     part.rows = count * len;
-    Inputs sub = in;
+    ref::LayerNormInputs sub = in;
     const size_t lo = size_t{first} * len * d, hi = lo + size_t{part.rows} * d;
     for (auto* v : {&sub.x, &sub.s, &sub.dy})
       *v = std::vector<float>(v->begin() + lo, v->begin() + hi);
-    const GpuResult got = run_gpu(part, sub, 5, 9, {}, {}, Share{first, len});
+    const ref::LayerNormOutputs got = run_gpu(part, sub, 5, 9, Share{first, len});
     auto rows_of = [&](const std::vector<float>& v) {
       return std::vector<float>(v.begin() + lo, v.begin() + hi);
     };
@@ -399,7 +261,7 @@ VKF_TEST_CASE("layer_norm on a share of a batch drops what the whole batch would
     CHECK(got.dx == rows_of(all.dx));
     CHECK(got.ds == rows_of(all.ds));
     // Without the offset the share would draw the first sentences' mask instead.
-    const GpuResult unshifted = run_gpu(part, sub, 5, 9);
+    const ref::LayerNormOutputs unshifted = run_gpu(part, sub, 5, 9);
     CHECK(unshifted.h != rows_of(all.h));
   }
 }
@@ -443,14 +305,14 @@ VKF_TEST_CASE("layer_norm reference matches finite differences", "[shaders][laye
 
 VKF_TEST_CASE("layer_norm backward is deterministic run to run", "[shaders][layer_norm]") {
   Case c{300, 100, true, 0.1f, 0, ops::RowReduce::automatic};
-  Inputs in(c.rows, c.d, 5);
-  GpuResult a = run_gpu(c, in, 1, 1), b = run_gpu(c, in, 1, 1);
+  const ref::LayerNormInputs in = inputs(c, 5);
+  const ref::LayerNormOutputs a = run_gpu(c, in, 1, 1), b = run_gpu(c, in, 1, 1);
   CHECK(a.y == b.y);
   CHECK(a.dx == b.dx);
   CHECK(a.ds == b.ds);
   CHECK(a.dgamma == b.dgamma);
   CHECK(a.dbeta == b.dbeta);
-  GpuResult other = run_gpu(c, in, 1, 2);  // another step: another mask
+  const ref::LayerNormOutputs other = run_gpu(c, in, 1, 2);  // another step: another mask
   CHECK(other.h != a.h);
 }
 
@@ -492,16 +354,16 @@ VKF_TEST_CASE(
     "[shaders][layer_norm][tune]") {
   auto dev = test::new_device();
   const uint32_t rows = 3, d = 40, n = rows * d;
-  Buffer x = upload(*dev, test::random_floats(n, 3), "x");
-  Buffer gamma = upload(*dev, test::random_floats(d, 4), "gamma");
-  Buffer beta = upload(*dev, test::random_floats(d, 5), "beta");
+  Buffer x = ref::upload_stored(*dev, test::random_floats(n, 3), DType::f32, "x");
+  Buffer gamma = ref::upload_stored(*dev, test::random_floats(d, 4), DType::f32, "gamma");
+  Buffer beta = ref::upload_stored(*dev, test::random_floats(d, 5), DType::f32, "beta");
   Buffer y = dev->allocate(n * 4, "y"), mean = dev->allocate(rows * 4, "mean"),
          rstd = dev->allocate(rows * 4, "rstd");
   ops::LayerNormForwardArgs f;
   f.x = x, f.gamma = gamma, f.beta = beta, f.y = y, f.mean = mean, f.rstd = rstd;
   f.rows = rows, f.d = d;
   auto run = [&](const ops::LayerNormForwardArgs& a) {
-    dev->upload(y, poisoned(n));
+    ref::poison(*dev, y, n, DType::f32);
     Recorder rec(*dev);
     ops::layer_norm_forward(*dev, rec, a);
     Sequence seq = rec.finish();
@@ -562,4 +424,35 @@ VKF_TEST_CASE("layer_norm over more than 65535 workgroups", "[shaders][layer_nor
   check_case({70000, 16, true, 0.1f, 32, ops::RowReduce::shared}, 70000);
   if (test::device().info().storage16)
     check_case({70000, 16, true, 0.1f, 32, ops::RowReduce::shared, DType::f16}, 70001);
+}
+
+// The harness itself (reference/layer_norm_case.h), so that no case above passes vacuously: an
+// output the kernels did not write (still poison) fails, and so does y overwritten after them
+// (the tuner's sabotage), while everything else still passes.
+VKF_TEST_CASE("the layer_norm harness fails an unwritten or a corrupted output",
+              "[shaders][layer_norm]") {
+  Device& dev = test::device();
+  for (bool residual : {false, true}) {
+    const ref::LayerNormCase c =
+        harness_case({5, 37, residual, residual ? 0.25f : 0.0f, 0, ops::RowReduce::automatic});
+    INFO(c.describe());
+    const ref::LayerNormTolerance tol = ref::layer_norm_tolerance(c.dtype);
+    std::mt19937 rng(3);
+    const ref::LayerNormRun unwritten(dev, c, rng);
+    for (const ref::Comparison& cmp : unwritten.compare(tol)) {
+      INFO("unwritten: " << cmp.describe());
+      CHECK(!cmp.ok());
+    }
+    for (bool corrupt : {true, false}) {
+      const ref::LayerNormRun run(dev, c, rng);
+      Recorder rec(dev);
+      run.record(rec);
+      if (corrupt) run.corrupt(rec);
+      rec.finish().run();
+      for (const ref::Comparison& cmp : run.compare(tol)) {
+        INFO((corrupt ? "corrupted: " : "") << cmp.describe());
+        CHECK(cmp.ok() == !(corrupt && cmp.what() == "y"));
+      }
+    }
+  }
 }
