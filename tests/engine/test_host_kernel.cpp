@@ -10,6 +10,7 @@
 #include "engine/ops/basic.h"
 #include "engine/ops/matmul_tuning.h"
 #include "engine/vk_coopmat_khr.h"
+#include "reference/stored.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
 
@@ -180,7 +181,7 @@ VKF_TEST_CASE("a coopmat2 host kernel's per-element operation sees each element'
     Buffer bx = dev.allocate(n * 4, "x");
     dev.upload(bx, x);
     const float poison = test::poison(DType::f16);
-    Buffer by = test::upload_stored(dev, std::vector<float>(n, poison), DType::f16, "y");
+    Buffer by = ref::upload_stored(dev, std::vector<float>(n, poison), DType::f16, "y");
     KernelSpec spec{.name = "test_coopmat2_per_element",
                     .buffers = 2,
                     .push_bytes = sizeof(Push),
@@ -189,7 +190,7 @@ VKF_TEST_CASE("a coopmat2 host kernel's per-element operation sees each element'
     Recorder rec(dev);
     rec.dispatch(dev.kernel(spec), {in(bx), out(by)}, Push{ld, alpha}, {tiles, 1, 1});
     rec.finish().run();
-    const auto y = test::download_stored(dev, by, n, DType::f16);
+    const auto y = ref::download_stored(dev, by, n, DType::f16);
     double worst = 0;
     for (uint32_t t = 0; t < tiles; ++t)
       for (uint32_t r = 0; r < rows; ++r)

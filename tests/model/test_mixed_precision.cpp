@@ -10,6 +10,7 @@
 #include "model/loaded_model.h"
 #include "model/params.h"
 #include "model/precision.h"
+#include "reference/stored.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/tiny_model.h"
@@ -88,7 +89,7 @@ VKF_TEST_CASE("fp16 weights take half the bytes and hold each weight rounded onc
       const bool in_half = model::DeviceWeights::half_in_fp16(p.name);
       std::vector<float> want(flat.begin() + int64_t(p.offset),
                               flat.begin() + int64_t(p.offset) + p.numel());
-      if (in_half) want = test::stored(want, DType::f16);
+      if (in_half) want = ref::stored(want, DType::f16);
       size_t wrong = 0;
       for (int64_t i = 0; i < p.numel(); ++i)
         wrong += got[p.offset + uint64_t(i)] != want[size_t(i)];

@@ -16,6 +16,7 @@
 #include "model/train/train_state.h"
 #include "model/train/trainer.h"
 #include "model/train_graph.h"
+#include "reference/stored.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/small_corpus.h"
 #include "tests/support/small_run.h"
@@ -171,7 +172,7 @@ VKF_TEST_CASE("fp16 and fp32 steps give the same gradients, tensor by tensor",
   WARN("fp16 vs fp32 gradients: worst relative difference of a tensor " << worst);
   // The fp16 gradients were drained: a second batch starts from zero there.
   const auto& chunk = half.chunks()[0];
-  const auto halves = test::download_stored(dev, chunk.half_grads.ref(), chunk.floats, DType::f16);
+  const auto halves = ref::download_stored(dev, chunk.half_grads.ref(), chunk.floats, DType::f16);
   CHECK(std::all_of(halves.begin(), halves.end(), [](float v) { return v == 0.0f; }));
 }
 
@@ -195,16 +196,16 @@ VKF_TEST_CASE("a non-finite gradient leaves the fp16 run's weights and moments a
   REQUIRE(opt.step().finite);  // moments and weights now away from their start
   const auto w0 = p.download(), m0 = p.download_m(), v0 = p.download_v();
   const auto& chunk = p.half_chunks()[0];
-  const auto h0 = test::download_stored(dev, chunk.params.ref(), chunk.floats, DType::f16);
+  const auto h0 = ref::download_stored(dev, chunk.params.ref(), chunk.floats, DType::f16);
   g.run();
   dev.upload(p.chunks()[0].grads.ref().slice(4, 4), std::vector<float>{INFINITY});
   CHECK_FALSE(opt.step().finite);
   CHECK(p.download() == w0);
   CHECK(p.download_m() == m0);
   CHECK(p.download_v() == v0);
-  CHECK(test::download_stored(dev, chunk.params.ref(), chunk.floats, DType::f16) == h0);
+  CHECK(ref::download_stored(dev, chunk.params.ref(), chunk.floats, DType::f16) == h0);
   // The fp16 copies are the masters rounded.
-  const auto masters = test::stored(w0, DType::f16);
+  const auto masters = ref::stored(w0, DType::f16);
   CHECK(std::equal(h0.begin(), h0.end(), masters.begin(), masters.begin() + h0.size()));
 }
 
@@ -263,7 +264,7 @@ VKF_TEST_CASE("an fp16 overflow skips the step, halves the scale, and resume sta
   CHECK(sa.loss_scale.skipped == sb.loss_scale.skipped);
   // The checkpoint is the fp32 format: the masters, not their fp16 copies.
   const Checkpoint ck = load_checkpoint((a / checkpoint_name(6)).string());
-  CHECK(ck.params != test::stored(ck.params, DType::f16));
+  CHECK(ck.params != ref::stored(ck.params, DType::f16));
 }
 
 // The same run (seed, data, 200 steps) in fp32 and fp16, validated on the sample's dev split.

@@ -9,6 +9,7 @@
 #include "engine/step_scalars.h"
 #include "reference/embedding.h"
 #include "reference/layer_norm.h"
+#include "reference/stored.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
@@ -61,9 +62,9 @@ Data make_data(const Case& c, uint32_t seed) {
     d.tokens.push_back(id);
     d.positions.push_back(int32_t(rng() % (s.max_len ? s.max_len : 300)));
   }
-  d.table = test::stored(test::random_floats(size_t{s.vocab} * s.d, seed + 1), c.table_dtype);
+  d.table = ref::stored(test::random_floats(size_t{s.vocab} * s.d, seed + 1), c.table_dtype);
   if (c.learned) d.pos_table = test::random_floats(size_t{s.max_len} * s.d, seed + 2);
-  d.dout = test::stored(test::random_floats(size_t{s.tokens} * s.d, seed + 3), c.dtype);
+  d.dout = ref::stored(test::random_floats(size_t{s.tokens} * s.d, seed + 3), c.dtype);
   d.dtable0 = test::random_floats(size_t{s.vocab} * s.d, seed + 4);
   if (c.learned) d.dpos0 = test::random_floats(size_t{s.max_len} * s.d, seed + 5);
   return d;
@@ -79,11 +80,11 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4, uint32_t dropout
   const auto& s = c.shape;
   const size_t n = size_t{s.tokens} * s.d;
   Buffer tokens = upload(dev, data.tokens, "tokens"), pos = upload(dev, data.positions, "pos");
-  Buffer table = test::upload_stored(dev, data.table, c.table_dtype, "table");
+  Buffer table = ref::upload_stored(dev, data.table, c.table_dtype, "table");
   Buffer pos_table = c.learned ? upload(dev, data.pos_table, "pos_table") : Buffer{};
   Buffer out =
-      test::upload_stored(dev, std::vector<float>(n, test::poison(c.dtype)), c.dtype, "out");
-  Buffer dout = test::upload_stored(dev, data.dout, c.dtype, "dout");
+      ref::upload_stored(dev, std::vector<float>(n, test::poison(c.dtype)), c.dtype, "out");
+  Buffer dout = ref::upload_stored(dev, data.dout, c.dtype, "dout");
   Buffer dtable = upload(dev, data.dtable0, "dtable");
   Buffer dpos = c.learned ? upload(dev, data.dpos0, "dpos") : Buffer{};
   Buffer scratch =
@@ -134,7 +135,7 @@ Got run_gpu(const Case& c, const Data& data, uint32_t step = 4, uint32_t dropout
   rec.finish().run();
 
   Got g;
-  g.out = test::download_stored(dev, out, n, c.dtype);
+  g.out = ref::download_stored(dev, out, n, c.dtype);
   g.dtable = dev.download<float>(dtable, size_t{s.vocab} * s.d);
   if (c.learned) g.dpos = dev.download<float>(dpos, size_t{s.max_len} * s.d);
   return g;

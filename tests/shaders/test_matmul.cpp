@@ -25,6 +25,7 @@
 #include "engine/shader_registry.h"
 #include "reference/matmul.h"
 #include "reference/matmul_case.h"
+#include "reference/stored.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/fake_devices.h"
 #include "tests/support/vk_test.h"
@@ -113,14 +114,14 @@ const Case k_extra_cases[] = {
 
 constexpr uint32_t k_guard = 16;  // elements of poison before and after C's range
 
-using test::stored;
+using ref::stored;
 
 void upload(Device& dev, const BufferRef& dst, const std::vector<float>& v, DType t) {
-  test::upload_stored(dev, dst, v, t);
+  ref::upload_stored(dev, dst, v, t);
 }
 
 std::vector<float> download(Device& dev, const BufferRef& src, size_t n, DType t) {
-  return test::download_stored(dev, src, n, t);
+  return ref::download_stored(dev, src, n, t);
 }
 
 // Runs c through the matmul harness (reference/matmul_case.h) on row cfg in storage type t: C

@@ -14,6 +14,7 @@
 #include "engine/ops/topk_choice.h"
 #include "engine/tuning.h"
 #include "reference/loss.h"
+#include "reference/stored.h"
 #include "reference/topk.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
@@ -119,9 +120,9 @@ VKF_TEST_CASE("fp16 values drained into fp32 accumulators", "[shaders][small_ops
     return;
   }
   for (uint32_t n : {1u, 7u, 100001u}) {
-    const auto x = test::stored(test::random_floats(n, n, -300.0f, 300.0f), DType::f16);
+    const auto x = ref::stored(test::random_floats(n, n, -300.0f, 300.0f), DType::f16);
     const auto y0 = test::random_floats(n, n + 1, -1.0f, 1.0f);
-    Buffer bx = test::upload_stored(dev, x, DType::f16, "x");
+    Buffer bx = ref::upload_stored(dev, x, DType::f16, "x");
     Buffer by = dev.allocate(uint64_t{n} * 4 + 4, "y");
     dev.upload(by, y0);
     dev.upload(by.ref().slice(uint64_t{n} * 4, 4), std::vector<float>{test::k_poison});
@@ -135,7 +136,7 @@ VKF_TEST_CASE("fp16 values drained into fp32 accumulators", "[shaders][small_ops
     CHECK(test::tolerance_ratio(std::vector<float>(y.begin(), y.begin() + n), want, 1e-30,
                                 std::ldexp(1.0, -24)) <= 1.0);
     CHECK(y[n] == test::k_poison);  // nothing written past n
-    const auto drained = test::download_stored(dev, bx, n, DType::f16);
+    const auto drained = ref::download_stored(dev, bx, n, DType::f16);
     CHECK(std::all_of(drained.begin(), drained.end(), [](float v) { return v == 0.0f; }));
   }
 }
@@ -236,7 +237,7 @@ struct TopKCase {
 std::vector<float> topk_input(const TopKCase& c) {
   std::mt19937 rng(c.n + c.k);
   std::vector<float> x(size_t{c.rows} * c.n);
-  if (c.rounded) return test::stored(test::random_floats(x.size(), c.n, -1.0f, 1.0f), DType::f16);
+  if (c.rounded) return ref::stored(test::random_floats(x.size(), c.n, -1.0f, 1.0f), DType::f16);
   for (auto& v : x) v = float(int(rng() % 200) - 150) * 0.125f;
   for (size_t i = 0; i < x.size(); i += c.masked ? 1 : 7)
     if (!c.masked || i % 1700 != 5) x[i] = -std::numeric_limits<float>::infinity();
@@ -252,7 +253,7 @@ struct TopKResult {
 TopKResult run_topk(const std::vector<float>& x, const TopKCase& c, const ops::TopKConfig& cfg,
                     DType t, bool log_softmax = false) {
   Device& dev = test::device();
-  Buffer bx = test::upload_stored(dev, x, t, "x");
+  Buffer bx = ref::upload_stored(dev, x, t, "x");
   Buffer bv = dev.allocate(c.rows * c.k * 4, "values"), bi = dev.allocate(c.rows * c.k * 4, "idx");
   // An automatic configuration's scratch is the one the device's tuning (or default) needs.
   uint64_t scratch_bytes =

@@ -1,12 +1,9 @@
 #pragma once
-// Helpers for the tests of the f16-storage kernel variants: host values as the device stores
-// them and buffers of either storage type (tests/support/bare_device.h has the device without
-// 16-bit storage for the refusals).
-#include <cstddef>
-#include <vector>
-
+// Helpers for the tests of the f16-storage kernel variants (tests/support/bare_device.h has the
+// device without 16-bit storage for the refusals). Host values as the device stores them, random
+// inputs, uploads, downloads and the NaN poison in either type are reference/stored.h's, shared
+// with `vkf bench` and the tuner.
 #include "engine/engine.h"
-#include "reference/stored.h"
 
 namespace vkf::test {
 
@@ -14,13 +11,8 @@ namespace vkf::test {
 // without running.
 bool has_storage16();
 
-// Values as stored, random inputs, uploads and downloads in either type: reference/stored.h,
-// shared with `vkf bench` and the tuner.
-using ref::download_stored;
-using ref::stored;
-using ref::upload_stored;
-
-// A value no kernel writes, representable in t (f16 cannot hold k_poison).
+// A finite value no kernel writes, representable in t (f16 cannot hold k_poison), for the tests
+// that compare what was left unwritten with it as a value.
 float poison(DType t);
 
 }  // namespace vkf::test
