@@ -1,21 +1,13 @@
 #include "tune/row_checks.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
 #include <random>
 
 #include "engine/error.h"
-#include "engine/ops/adam.h"
-#include "engine/ops/topk.h"
-#include "engine/step_scalars.h"
+#include "reference/adam_case.h"
 #include "reference/cross_entropy_case.h"
 #include "reference/layer_norm_case.h"
-#include "reference/loss.h"
-#include "reference/optim.h"
-#include "reference/stored.h"
-#include "reference/topk.h"
+#include "reference/topk_case.h"
 
 namespace vkf::tune {
 namespace {
@@ -85,120 +77,50 @@ std::string check_cross_entropy(Device& dev, const ops::RowKernelConfig& candida
                        std::to_string(c.rows) + " rows of " + std::to_string(c.vocab));
 }
 
+// Through the top-k harness (reference/topk_case.h): 9 rows of an odd length with many ties
+// and masked entries, plain and with log-softmax (as decoding runs it).
 std::string check_topk(Device& dev, const ops::TopKConfig& candidate, const ops::TopKProblem& p,
                        const Sabotage& sabotage) {
-  const DType t = p.dtype;
-  const uint32_t rows = 9, n = std::max(std::min(p.n, 3001u) | 1u, p.k), k = p.k;
-  std::mt19937 rng(n * 31 + k);
-  // Multiples of 1/8 (exact in f16): many ties; every fifth entry -inf (a masked token).
-  std::vector<float> x(size_t{rows} * n);
-  for (size_t i = 0; i < x.size(); ++i)
-    x[i] = i % 5 == 3 ? -std::numeric_limits<float>::infinity()
-                      : float(int(rng() % 160) - 120) * 0.125f;
-  const ref::TopKResult want = ref::topk(x, rows, n, k);
-  const std::vector<double> lse = ref::row_log_sum_exp(x, rows, n);
-  const uint32_t es = dtype_bytes(t);
-  Buffer xb = dev.allocate(x.size() * es, "tuner check values"),
-         vb = dev.allocate(size_t{rows} * k * 4, "tuner check top values"),
-         ib = dev.allocate(size_t{rows} * k * 4, "tuner check top indices"),
-         scratch = dev.allocate(
-             std::max<uint64_t>(16, ops::topk_scratch_bytes(rows, n, k, candidate, true)),
-             "tuner check scratch");
-  ref::upload_stored(dev, xb, x, t);
-  // The selection is exact (equality); with log_softmax, as decoding runs it, the values are the
-  // winners' log-probabilities, within fp32 rounding of the reference's.
+  ref::TopKCase c;
+  c.rows = 9, c.n = std::max(std::min(p.n, 3001u) | 1u, p.k), c.k = p.k;
+  c.dtype = p.dtype, c.config = candidate;
+  std::mt19937 rng(c.n * 31 + c.k);
+  const std::vector<float> x = ref::random_topk_values(c, ref::TopKValues::ties, rng);
   for (bool log_softmax : {false, true}) {
-    ref::poison(dev, vb, rows * k, DType::f32);
-    ref::poison(dev, ib, rows * k, DType::f32);
+    c.log_softmax = log_softmax;
+    const ref::TopKRun run(dev, c, x);
     try {
       Recorder rec(dev);
-      ops::topk(dev, rec,
-                {.dtype = t,
-                 .values = xb,
-                 .out_values = vb,
-                 .out_indices = ib,
-                 .scratch = scratch,
-                 .rows = rows,
-                 .n = n,
-                 .k = k,
-                 .config = candidate,
-                 .log_softmax = log_softmax});
-      if (sabotage && sabotage(ops::describe(candidate)))
-        rec.fill(ib.ref().slice(0, 4), ref::k_wrong_bits);
+      run.record(rec);
+      if (sabotage && sabotage(ops::describe(candidate))) run.corrupt(rec);
       rec.finish().run();
     } catch (const Error& e) {
       return std::string("the op refused it: ") + e.what();
     }
-    const std::vector<float> got_v = dev.download<float>(vb, rows * k);
-    const std::vector<uint32_t> got_i = dev.download<uint32_t>(ib, rows * k);
-    for (size_t j = 0; j < got_v.size(); ++j) {
-      const double want_v = log_softmax ? want.values[j] - lse[j / k] : want.values[j];
-      const bool value_ok = log_softmax && std::isfinite(want_v)
-                                ? std::fabs(got_v[j] - want_v) <= 2e-5 + 1e-5 * std::fabs(want_v)
-                                : got_v[j] == want_v;
-      if (got_i[j] != want.indices[j] || !value_ok)
-        return "entry " + std::to_string(j % k) + " of row " + std::to_string(j / k) + " is (" +
-               std::to_string(got_i[j]) + ", " + std::to_string(got_v[j]) + "), not (" +
-               std::to_string(want.indices[j]) + ", " + std::to_string(want_v) + ") (" +
-               std::to_string(rows) + " rows of " + std::to_string(n) + ", k " + std::to_string(k) +
-               (log_softmax ? ", log-softmax" : "") + ")";
-    }
+    if (std::string why = first_failure(run.compare(), c.describe()); !why.empty()) return why;
   }
   return "";
 }
 
+// Through the Adam harness (reference/adam_case.h): one clipped AdamW step of 1001 parameters
+// (no workgroup or element count divides it) from random moments, the tests' tolerances.
 std::string check_adam(Device& dev, const ops::AdamConfig& candidate, const Sabotage& sabotage) {
-  const uint32_t n = 1001, step = 3;
-  const float grad_scale = 0.5f;
-  ops::AdamOptions o{.lr = 2.0f, .d_model = 64.0f, .warmup_steps = 4.0f, .weight_decay = 0.01f};
-  o.max_grad_norm = 1.0f;  // random gradients of 1001 elements have norm ~18: clipped
-  std::mt19937 rng(n);
-  const std::vector<float> w = ref::random_stored(rng, n, DType::f32),
-                           g = ref::random_stored(rng, n, DType::f32),
-                           m = ref::random_stored(rng, n, DType::f32, -0.1f, 0.1f),
-                           v = ref::random_stored(rng, n, DType::f32, 0.0f, 0.01f);
-  Buffer wb = dev.allocate(n * 4, "tuner check w"), gb = dev.allocate(n * 4, "tuner check g"),
-         mb = dev.allocate(n * 4, "tuner check m"), vb = dev.allocate(n * 4, "tuner check v"),
-         normb = dev.allocate(16, "tuner check norm"),
-         stepb = dev.allocate(sizeof(StepScalars), "tuner check step", MemoryKind::host);
-  StepScalars st;
-  st.step = step;
-  st.grad_scale = grad_scale;
-  std::memcpy(stepb.mapped(), &st, sizeof st);
-  dev.upload(wb, w);
-  dev.upload(gb, g);
-  dev.upload(mb, m);
-  dev.upload(vb, v);
-  const double norm = ref::grad_norm({g});
-  ops::GradNormResult r;
-  r.sum_squares = float(norm * norm);
-  r.norm = float(norm);
-  dev.upload(normb, std::vector<ops::GradNormResult>{r});
+  ref::AdamCase c;
+  c.n = 1001, c.step = 3, c.grad_scale = 0.5f;
+  c.options = {.lr = 2.0f, .d_model = 64.0f, .warmup_steps = 4.0f, .weight_decay = 0.01f};
+  c.options.max_grad_norm = 1.0f;  // random gradients of 1001 elements have norm ~18: clipped
+  c.config = candidate;
+  std::mt19937 rng(c.n);
+  const ref::AdamRun run(dev, c, rng);
   try {
     Recorder rec(dev);
-    ops::adam(dev, rec,
-              {.params = wb,
-               .grads = gb,
-               .m = mb,
-               .v = vb,
-               .step = stepb,
-               .grad_norm = normb,
-               .n = n,
-               .options = o,
-               .config = candidate});
-    if (sabotage && sabotage(ops::describe(candidate)))
-      rec.fill(wb.ref().slice(0, 4), ref::k_wrong_bits);
+    run.record(rec);
+    if (sabotage && sabotage(ops::describe(candidate))) run.corrupt(rec);
     rec.finish().run();
   } catch (const Error& e) {
     return std::string("the op refused it: ") + e.what();
   }
-  ref::AdamState want{{w.begin(), w.end()}, {m.begin(), m.end()}, {v.begin(), v.end()}};
-  ref::adam_step(want, g, o, step, grad_scale, 1.0, norm);
-  // The shader tests' tolerances (tests/shaders/test_adam.cpp).
-  std::string why = ref::first_wrong("w", dev.download<float>(wb, n), want.w, 1e-6, 1e-5);
-  if (why.empty()) why = ref::first_wrong("m", dev.download<float>(mb, n), want.m, 1e-7, 1e-5);
-  if (why.empty()) why = ref::first_wrong("v", dev.download<float>(vb, n), want.v, 1e-12, 1e-5);
-  return why;
+  return first_failure(run.compare(ref::adam_tolerance()), c.describe());
 }
 
 }  // namespace vkf::tune

@@ -2,9 +2,9 @@
 // The tuner's correctness guards for the row kernels: a candidate LayerNorm configuration runs
 // the forward and the backward, a cross-entropy one the loss with its gradient, a top-k one its
 // selection, on small inputs of the problem's storage type (rows no workgroup divides, an odd
-// row length), against the double-precision references. Outputs start poisoned. LayerNorm and
-// cross-entropy run through the harnesses the shader tests use (reference/layer_norm_case.h,
-// cross_entropy_case.h), with the tests' tolerances.
+// row length), against the double-precision references. Outputs start poisoned. LayerNorm,
+// cross-entropy and Adam run through the harnesses the shader tests use
+// (reference/layer_norm_case.h, cross_entropy_case.h, adam_case.h), with the tests' tolerances.
 #include <string>
 
 #include "engine/device.h"
@@ -26,7 +26,7 @@ std::string check_cross_entropy(Device& dev, const ops::RowKernelConfig& candida
 std::string check_topk(Device& dev, const ops::TopKConfig& candidate, const ops::TopKProblem& p,
                        const Sabotage& sabotage = {});
 // Adam in a configuration: one clipped AdamW step of 1001 parameters (no workgroup or element
-// count divides it) against the double reference (reference/optim.h).
+// count divides it) through the Adam harness (reference/adam_case.h).
 std::string check_adam(Device& dev, const ops::AdamConfig& candidate,
                        const Sabotage& sabotage = {});
 

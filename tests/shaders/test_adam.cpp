@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 #include "engine/ops/adam.h"
 #include "engine/step_scalars.h"
 #include "engine/tuning_file.h"
+#include "reference/adam_case.h"
 #include "reference/optim.h"
 #include "tests/support/vk_test.h"
 
@@ -267,38 +269,74 @@ VKF_TEST_CASE("adam runs the tuned configuration of its shape class", "[shaders]
   CHECK(ops::choose_adam_config(*dev, {n << 12}, &why) == fallback);
   CHECK_THAT(why, Catch::Contains("wg2048 x2 texel for f32/n16m was passed over"));
 
-  const auto w0 = test::random_floats(n, 1), g = test::random_floats(n, 2);
-  Buffer bw = dev->allocate(n * 4, "w"), bg = dev->allocate(n * 4, "g");
-  Buffer bm = dev->allocate(n * 4, "m"), bv = dev->allocate(n * 4, "v");
-  Buffer step = new_step_buffer(*dev), norm = dev->allocate(16, "norm");
-  scalars_of(step).step = 1;
-  const double g_norm = ref::grad_norm({g});
-  ops::GradNormResult r;
-  r.sum_squares = float(g_norm * g_norm);
-  r.norm = float(g_norm);
-  dev->upload(norm, std::vector<ops::GradNormResult>{r});
-  dev->upload(bw, w0);
-  dev->upload(bg, g);
-  dev->upload(bm, std::vector<float>(n, test::k_poison));
-  dev->upload(bv, std::vector<float>(n, test::k_poison));
-  // m and v start poisoned: a step with beta1 = beta2 = 0 overwrites them whole.
-  const ops::AdamOptions o{.beta1 = 0.0f, .beta2 = 0.0f};
+  // One step on what choose_adam_config chose (the harness leaves the config to the engine):
+  // the texel configuration's results.
+  ref::AdamCase c;
+  c.n = n;
+  std::mt19937 rng(1);
+  const ref::AdamRun run(*dev, c, rng);
   Recorder rec(*dev);
-  ops::adam(*dev, rec,
-            {.params = bw,
-             .grads = bg,
-             .m = bm,
-             .v = bv,
-             .step = step,
-             .grad_norm = norm,
-             .n = n,
-             .options = o});
+  run.record(rec);
   rec.finish().run();
-  ref::AdamState want{{w0.begin(), w0.end()}, std::vector<double>(n), std::vector<double>(n)};
-  ref::adam_step(want, g, o, 1, 1.0, 1.0, g_norm);
-  CHECK(test::tolerance_ratio(dev->download<float>(bw, n), want.w, 1e-6, 1e-5) <= 1.0);
-  CHECK(test::tolerance_ratio(dev->download<float>(bm, n), want.m, 1e-7, 1e-5) <= 1.0);
-  CHECK(test::tolerance_ratio(dev->download<float>(bv, n), want.v, 1e-12, 1e-5) <= 1.0);
+  for (const ref::Comparison& cmp : run.compare(ref::adam_tolerance())) {
+    INFO(cmp.describe());
+    CHECK(cmp.ok());
+  }
+}
+
+// One step through the Adam harness (reference/adam_case.h), as the tuner's guard and `vkf
+// bench` check it: every configuration on random moments, at a step in the warm-up and one
+// after it, clipped and with decay.
+VKF_TEST_CASE("adam: one step from random moments in every configuration", "[shaders][adam]") {
+  Device& dev = test::device();
+  using Reads = ops::AdamConfig::Reads;
+  const ops::AdamConfig configs[] = {{32, 1, Reads::storage}, {1024, 1, Reads::storage},
+                                     {256, 4, Reads::texel},  {64, 8, Reads::storage},
+                                     {1024, 2, Reads::texel}, {32, 8, Reads::texel}};
+  for (const ops::AdamConfig& config : configs) {
+    if (config.workgroup_size > dev.info().max_workgroup_invocations) continue;
+    for (uint32_t step : {3u, 9000u}) {
+      ref::AdamCase c;
+      c.n = 1001;
+      c.options = {.lr = 2.0f, .d_model = 64.0f, .warmup_steps = 4.0f, .weight_decay = 0.01f};
+      c.options.max_grad_norm = 1.0f;  // random gradients of 1001 elements have norm ~18
+      c.config = config, c.step = step, c.grad_scale = 0.5f, c.lr_scale = 0.75f;
+      INFO(c.describe());
+      std::mt19937 rng(step);
+      const ref::AdamRun run(dev, c, rng);
+      Recorder rec(dev);
+      run.record(rec);
+      rec.finish().run();
+      for (const ref::Comparison& cmp : run.compare(ref::adam_tolerance())) {
+        INFO(cmp.describe());
+        CHECK(cmp.ok());
+      }
+    }
+  }
+}
+
+VKF_TEST_CASE("the adam harness fails an unwritten or a corrupted output", "[shaders][adam]") {
+  Device& dev = test::device();
+  ref::AdamCase c;
+  c.n = 333;
+  const ref::AdamTolerance tol = ref::adam_tolerance();
+  std::mt19937 rng(5);
+  const ref::AdamRun unwritten(dev, c, rng);  // w, m and v as they were: no step
+  for (const ref::Comparison& cmp : unwritten.compare(tol)) {
+    INFO("unwritten: " << cmp.describe());
+    CHECK(!cmp.ok());
+  }
+  for (bool corrupt : {true, false}) {
+    const ref::AdamRun run(dev, c, rng);
+    Recorder rec(dev);
+    run.record(rec);
+    if (corrupt) run.corrupt(rec);
+    rec.finish().run();
+    for (const ref::Comparison& cmp : run.compare(tol)) {
+      INFO((corrupt ? "corrupted: " : "") << cmp.describe());
+      CHECK(cmp.ok() == !(corrupt && cmp.what() == "w"));
+    }
+  }
 }
 
 VKF_TEST_CASE("adam checks its arguments", "[shaders][adam]") {

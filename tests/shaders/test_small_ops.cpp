@@ -15,7 +15,7 @@
 #include "engine/tuning.h"
 #include "reference/loss.h"
 #include "reference/stored.h"
-#include "reference/topk.h"
+#include "reference/topk_case.h"
 #include "tests/support/bare_device.h"
 #include "tests/support/f16_storage.h"
 #include "tests/support/vk_test.h"
@@ -199,14 +199,6 @@ VKF_TEST_CASE("sum and mean reductions are deterministic and match double",
 
 namespace {
 
-// The k best of each row by (value desc, index asc), like a stable descending sort.
-void topk_reference(const std::vector<float>& x, uint32_t rows, uint32_t n, uint32_t k,
-                    std::vector<float>& values, std::vector<uint32_t>& indices) {
-  ref::TopKResult r = ref::topk(x, rows, n, k);
-  values = std::move(r.values);
-  indices = std::move(r.indices);
-}
-
 // Every shape of chunk, with and without the pruning pre-pass; a subgroup per row at a workgroup
 // of one subgroup or less (lavapipe's is 8 lanes), and of several.
 constexpr auto k_chunks = ops::TopKPath::chunks, k_rows = ops::TopKPath::subgroup_rows;
@@ -222,94 +214,63 @@ bool topk_runs(const ops::TopKConfig& cfg, uint32_t k) {
     return k <= ops::k_topk_rows_max_k && test::device().info().subgroup_arithmetic;
   return 2 * k <= cfg.workgroup_size * cfg.per_thread;
 }
-std::string topk_name(const ops::TopKConfig& cfg) {
-  return ops::describe(cfg);
-}
 
-struct TopKCase {
+struct TopKShape {
   uint32_t rows, n, k;
-  bool masked = false;   // all but a few entries -inf: fewer than k finite values
-  bool rounded = false;  // random values rounded to f16 (ties where f16 merges fp32 values)
+  ref::TopKValues values = ref::TopKValues::ties;
 };
+constexpr auto k_masked = ref::TopKValues::masked, k_rounded = ref::TopKValues::rounded;
 
-// Quantised values make many ties; a few -inf entries (masked tokens) too. Every value is exact
-// in f16 (multiples of 1/8 below 2^11, and -inf), or rounded to f16.
-std::vector<float> topk_input(const TopKCase& c) {
-  std::mt19937 rng(c.n + c.k);
-  std::vector<float> x(size_t{c.rows} * c.n);
-  if (c.rounded) return ref::stored(test::random_floats(x.size(), c.n, -1.0f, 1.0f), DType::f16);
-  for (auto& v : x) v = float(int(rng() % 200) - 150) * 0.125f;
-  for (size_t i = 0; i < x.size(); i += c.masked ? 1 : 7)
-    if (!c.masked || i % 1700 != 5) x[i] = -std::numeric_limits<float>::infinity();
-  return x;
+// The shape's values (the same for every configuration and storage type of a shape).
+std::vector<float> topk_values(const TopKShape& s) {
+  std::mt19937 rng(s.n + s.k);
+  return ref::random_topk_values({.rows = s.rows, .n = s.n, .k = s.k}, s.values, rng);
 }
 
-struct TopKResult {
-  std::vector<float> values;
-  std::vector<uint32_t> indices;
-};
-
-// topk of x stored as t, on freshly poisoned outputs; with log_softmax, of x as logits.
-TopKResult run_topk(const std::vector<float>& x, const TopKCase& c, const ops::TopKConfig& cfg,
-                    DType t, bool log_softmax = false) {
-  Device& dev = test::device();
-  Buffer bx = ref::upload_stored(dev, x, t, "x");
-  Buffer bv = dev.allocate(c.rows * c.k * 4, "values"), bi = dev.allocate(c.rows * c.k * 4, "idx");
-  // An automatic configuration's scratch is the one the device's tuning (or default) needs.
-  uint64_t scratch_bytes =
-      std::max<uint64_t>(16, cfg.path == ops::TopKPath::automatic
-                                 ? ops::topk_scratch_bytes(dev, t, c.rows, c.n, c.k, log_softmax)
-                                 : ops::topk_scratch_bytes(c.rows, c.n, c.k, cfg, log_softmax));
-  Buffer scratch = dev.allocate(scratch_bytes, "scratch");
-  dev.upload(bv, std::vector<float>(c.rows * c.k, test::k_poison));
-  dev.upload(bi, std::vector<uint32_t>(c.rows * c.k, 0xdeadbeef));
-  Recorder rec(dev);
-  ops::topk(dev, rec,
-            {.dtype = t,
-             .values = bx,
-             .out_values = bv,
-             .out_indices = bi,
-             .scratch = scratch,
-             .rows = c.rows,
-             .n = c.n,
-             .k = c.k,
-             .config = cfg,
-             .log_softmax = log_softmax});
-  rec.finish().run();
-  return {dev.download<float>(bv, c.rows * c.k), dev.download<uint32_t>(bi, c.rows * c.k)};
-}
-
-void check_topk(DType t) {
-  // Odd row lengths, k at and between the rows path's list sizes (4, 8, 16, 32), more rows than
-  // a workgroup of subgroups covers.
-  for (TopKCase c : {TopKCase{1, 1, 1}, TopKCase{3, 5, 5}, TopKCase{4, 37, 8},
-                     TopKCase{2, 1000, 64}, TopKCase{2, 37003, 64}, TopKCase{5, 37003, 4},
-                     TopKCase{3, 5000, 8, true}, TopKCase{1, 3001, 10, false, true},
-                     TopKCase{37, 999, 32}, TopKCase{70, 301, 17}, TopKCase{9, 33, 33}}) {
-    std::vector<float> x = topk_input(c);
-    std::vector<float> want_v;
-    std::vector<uint32_t> want_i;
-    topk_reference(x, c.rows, c.n, c.k, want_v, want_i);
+// Through the top-k harness (reference/topk_case.h): every configuration that can run each
+// shape, outputs poisoned, against the stable sort.
+void check_topk(const std::vector<TopKShape>& shapes, DType t, bool log_softmax) {
+  for (const TopKShape& s : shapes) {
+    const std::vector<float> x = topk_values(s);
     for (const auto& cfg : k_topk_configs) {
-      if (!topk_runs(cfg, c.k)) continue;
-      INFO("[" << c.rows << ", " << c.n << "] k " << c.k << " " << topk_name(cfg) << " "
-               << dtype_name(t));
-      TopKResult got = run_topk(x, c, cfg, t);
-      CHECK(got.values == want_v);
-      CHECK(got.indices == want_i);
+      if (!topk_runs(cfg, s.k)) continue;
+      const ref::TopKCase c{s.rows, s.n, s.k, t, cfg, log_softmax};
+      INFO(c.describe());
+      const ref::TopKRun run(test::device(), c, x);
+      Recorder rec(test::device());
+      run.record(rec);
+      rec.finish().run();
+      for (const ref::Comparison& cmp : run.compare()) {
+        INFO(cmp.describe());
+        CHECK(cmp.ok());
+      }
     }
   }
 }
 
+// Odd row lengths, k at and between the rows path's list sizes (4, 8, 16, 32), more rows than
+// a workgroup of subgroups covers.
+const std::vector<TopKShape> k_topk_shapes = {{1, 1, 1},
+                                              {3, 5, 5},
+                                              {4, 37, 8},
+                                              {2, 1000, 64},
+                                              {2, 37003, 64},
+                                              {5, 37003, 4},
+                                              {3, 5000, 8, k_masked},
+                                              {1, 3001, 10, k_rounded},
+                                              {37, 999, 32},
+                                              {70, 301, 17},
+                                              {9, 33, 33}};
+
 }  // namespace
 
 VKF_TEST_CASE("topk matches partial_sort, ties to the lower index", "[shaders][small_ops][topk]") {
-  check_topk(DType::f32);
+  check_topk(k_topk_shapes, DType::f32, false);
 }
 
 VKF_TEST_CASE("topk of f16 values matches partial_sort, ties to the lower index",
               "[shaders][small_ops][topk][f16]") {
-  if (test::has_storage16()) check_topk(DType::f16);
+  if (test::has_storage16()) check_topk(k_topk_shapes, DType::f16, false);
 }
 
 // Selection is exact, so "agrees" is equality: on the same f16-rounded values, the f16 and f32
@@ -317,54 +278,60 @@ VKF_TEST_CASE("topk of f16 values matches partial_sort, ties to the lower index"
 VKF_TEST_CASE("topk of f16 values agrees with f32 on the same inputs",
               "[shaders][small_ops][topk][f16]") {
   if (!test::has_storage16()) return;
-  const TopKCase c{3, 20000, 16, false, true};
-  std::vector<float> x = topk_input(c);
+  const TopKShape s{3, 20000, 16, k_rounded};
+  const std::vector<float> x = topk_values(s);
   for (const auto& cfg : k_topk_configs) {
-    if (!topk_runs(cfg, c.k)) continue;
-    INFO(topk_name(cfg));
-    TopKResult half = run_topk(x, c, cfg, DType::f16), full = run_topk(x, c, cfg, DType::f32);
-    CHECK(half.values == full.values);
-    CHECK(half.indices == full.indices);
+    if (!topk_runs(cfg, s.k)) continue;
+    ref::TopKOutputs got[2];
+    for (int i = 0; i < 2; ++i) {
+      const ref::TopKCase c{s.rows, s.n, s.k, i == 0 ? DType::f16 : DType::f32, cfg};
+      INFO(c.describe());
+      const ref::TopKRun run(test::device(), c, x);
+      Recorder rec(test::device());
+      run.record(rec);
+      rec.finish().run();
+      got[i] = run.outputs();
+    }
+    CHECK(got[0].values == got[1].values);
+    CHECK(got[0].indices == got[1].indices);
   }
 }
-
-namespace {
 
 // Top-k of logits (beam search's step): the entries the logits order first, each with its
 // log-softmax, x - log sum exp(row) against the double reference. Masked (-inf) entries stay -inf.
-void check_topk_log_softmax(DType t) {
-  for (TopKCase c :
-       {TopKCase{1, 2, 1}, TopKCase{3, 5, 5}, TopKCase{2, 37003, 64}, TopKCase{5, 37003, 4},
-        TopKCase{3, 5000, 8, true}, TopKCase{1, 3001, 10, false, true}, TopKCase{70, 301, 17}}) {
-    std::vector<float> x = topk_input(c), want_raw;
-    std::vector<uint32_t> want_i;
-    topk_reference(x, c.rows, c.n, c.k, want_raw, want_i);
-    const std::vector<double> lse = ref::row_log_sum_exp(x, c.rows, c.n);
-    for (const auto& cfg : k_topk_configs) {
-      if (!topk_runs(cfg, c.k)) continue;
-      INFO("[" << c.rows << ", " << c.n << "] k " << c.k << " " << topk_name(cfg) << " "
-               << dtype_name(t) << " log_softmax");
-      TopKResult got = run_topk(x, c, cfg, t, true);
-      CHECK(got.indices == want_i);
-      size_t wrong = 0;
-      for (size_t j = 0; j < got.values.size(); ++j) {
-        const double want = double(want_raw[j]) - lse[j / c.k];
-        const bool ok = std::isinf(want)
-                            ? got.values[j] == want_raw[j]
-                            : std::fabs(got.values[j] - want) <= 2e-5 + 1e-5 * std::fabs(want);
-        if (!ok && wrong++ == 0)
-          UNSCOPED_INFO("entry " << j << ": " << got.values[j] << " not " << want);
-      }
-      CHECK(wrong == 0);
-    }
-  }
+VKF_TEST_CASE("topk of logits returns the winners' log-softmax", "[shaders][small_ops][topk]") {
+  const std::vector<TopKShape> shapes = {{1, 2, 1},
+                                         {3, 5, 5},
+                                         {2, 37003, 64},
+                                         {5, 37003, 4},
+                                         {3, 5000, 8, k_masked},
+                                         {1, 3001, 10, k_rounded},
+                                         {70, 301, 17}};
+  check_topk(shapes, DType::f32, true);
+  if (test::has_storage16()) check_topk(shapes, DType::f16, true);
 }
 
-}  // namespace
-
-VKF_TEST_CASE("topk of logits returns the winners' log-softmax", "[shaders][small_ops][topk]") {
-  check_topk_log_softmax(DType::f32);
-  if (test::has_storage16()) check_topk_log_softmax(DType::f16);
+VKF_TEST_CASE("the topk harness fails an unwritten or a corrupted output",
+              "[shaders][small_ops][topk]") {
+  Device& dev = test::device();
+  const ref::TopKCase c{.rows = 3, .n = 301, .k = 7};
+  const std::vector<float> x = topk_values({c.rows, c.n, c.k});
+  const ref::TopKRun unwritten(dev, c, x);
+  for (const ref::Comparison& cmp : unwritten.compare()) {
+    INFO("unwritten: " << cmp.describe());
+    CHECK(!cmp.ok());
+  }
+  for (bool corrupt : {true, false}) {
+    const ref::TopKRun run(dev, c, x);
+    Recorder rec(dev);
+    run.record(rec);
+    if (corrupt) run.corrupt(rec);
+    rec.finish().run();
+    for (const ref::Comparison& cmp : run.compare()) {
+      INFO((corrupt ? "corrupted: " : "") << cmp.describe());
+      CHECK(cmp.ok() == !(corrupt && cmp.what() == "indices"));
+    }
+  }
 }
 
 VKF_TEST_CASE("topk checks its arguments", "[shaders][small_ops][topk]") {
@@ -404,7 +371,7 @@ VKF_TEST_CASE("topk checks its arguments", "[shaders][small_ops][topk]") {
 VKF_TEST_CASE("topk runs the tuned configuration of its shape class",
               "[shaders][small_ops][topk]") {
   Device& dev = test::device();
-  const TopKCase c{6, 3001, 8};
+  const TopKShape c{6, 3001, 8};
   const ops::TopKProblem p{DType::f32, c.rows, c.n, c.k};
   CHECK(ops::topk_shape_class(p) == "f32/r8/v4k/k8");
   CHECK(ops::choose_topk(dev.info(), nullptr, p).source == ops::ConfigSource::table);
@@ -419,12 +386,18 @@ VKF_TEST_CASE("topk runs the tuned configuration of its shape class",
   CHECK(choice.why == "tuned for f32/r8/v4k/k8 (chunks wg32x4, test)");
   CHECK(ops::topk_scratch_bytes(dev, DType::f32, c.rows, c.n, c.k) ==
         ops::topk_scratch_bytes(c.rows, c.n, c.k, {32, 4, false, k_chunks}));
-  std::vector<float> x = topk_input(c), want_v;
-  std::vector<uint32_t> want_i;
-  topk_reference(x, c.rows, c.n, c.k, want_v, want_i);
-  TopKResult got = run_topk(x, c, {}, DType::f32);
-  CHECK(got.values == want_v);
-  CHECK(got.indices == want_i);
+  {  // the engine's choice: the tuned entry, through the harness
+    const ref::TopKCase automatic{.rows = c.rows, .n = c.n, .k = c.k};
+    std::mt19937 rng(1);
+    const ref::TopKRun run(dev, automatic, ref::TopKValues::ties, rng);
+    Recorder rec(dev);
+    run.record(rec);
+    rec.finish().run();
+    for (const ref::Comparison& cmp : run.compare()) {
+      INFO(cmp.describe());
+      CHECK(cmp.ok());
+    }
+  }
   // An entry the device cannot run is passed over, with the reason.
   tuning->topk[ops::topk_shape_class(p)] = {2048, 1, false, k_chunks};
   choice = ops::choose_topk(dev.info(), dev.tuning(), p);
