@@ -124,17 +124,22 @@ CrossEntropyOutputs CrossEntropyRun::outputs() const {
   return o;
 }
 
-std::vector<Comparison> CrossEntropyRun::compare(const CrossEntropyTolerance& tol) const {
-  const CrossEntropyOutputs got = outputs();
-  const CrossEntropyResult want = cross_entropy(in_.logits, in_.targets, c_.rows, c_.vocab,
-                                                c_.pad_id, c_.label_smoothing, c_.grad_scale);
+namespace {
+
+// The row loss, the row log p and the gradient (or the logits, untouched) of `got` against the
+// reference on `in`, the inputs of case c.
+std::vector<Comparison> compare_rows_of(const CrossEntropyCase& c, const CrossEntropyInputs& in,
+                                        const CrossEntropyOutputs& got,
+                                        const CrossEntropyTolerance& tol) {
+  const CrossEntropyResult want = cross_entropy(in.logits, in.targets, c.rows, c.vocab, c.pad_id,
+                                                c.label_smoothing, c.grad_scale);
   std::vector<Comparison> out{Comparison("row loss"), Comparison("row log p")};
   out[0].add_all(got.loss, want.row_loss, tol.loss.atol, tol.loss.rtol);
   out[1].add_all(got.logp, want.row_logp, tol.loss.atol, tol.loss.rtol);
-  if (c_.grad != Grad::none) {
+  if (c.grad != Grad::none) {
     Comparison& d = out.emplace_back("dlogits");
     for (size_t i = 0; i < got.dlogits.size(); ++i) {
-      if (ignored(in_.targets[i / c_.vocab], c_))
+      if (ignored(in.targets[i / c.vocab], c))
         d.add_exact(got.dlogits[i] == 0.0f, got.dlogits[i], 0.0);
       else
         d.add(got.dlogits[i], want.dlogits[i], want.dlogits[i], tol.grad);
@@ -142,9 +147,19 @@ std::vector<Comparison> CrossEntropyRun::compare(const CrossEntropyTolerance& to
   } else {
     Comparison& l = out.emplace_back("logits");  // untouched
     for (size_t i = 0; i < got.logits.size(); ++i)
-      l.add_exact(got.logits[i] == in_.logits[i], got.logits[i], in_.logits[i]);
+      l.add_exact(got.logits[i] == in.logits[i], got.logits[i], in.logits[i]);
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Comparison> CrossEntropyRun::compare(const CrossEntropyTolerance& tol) const {
+  const CrossEntropyOutputs got = outputs();
+  std::vector<Comparison> out = compare_rows_of(c_, in_, got, tol);
   if (c_.totals) {
+    const CrossEntropyResult want = cross_entropy(in_.logits, in_.targets, c_.rows, c_.vocab,
+                                                  c_.pad_id, c_.label_smoothing, c_.grad_scale);
     Comparison& t = out.emplace_back("totals");
     t.add_exact(got.totals.tokens == want.tokens, got.totals.tokens, want.tokens);
     t.add(got.totals.loss_sum, want.loss_sum, want.loss_sum, tol.totals);
@@ -152,6 +167,37 @@ std::vector<Comparison> CrossEntropyRun::compare(const CrossEntropyTolerance& to
     t.add_exact(got.totals.reserved == 0, got.totals.reserved, 0);
   }
   return out;
+}
+
+std::vector<Comparison> CrossEntropyRun::compare_rows(const CrossEntropyTolerance& tol,
+                                                      const std::vector<uint32_t>& rows) const {
+  if (c_.totals) throw Error("cross-entropy case: the totals are compared over every row");
+  CrossEntropyCase sub = c_;
+  sub.rows = uint32_t(rows.size());
+  const uint64_t row_bytes = uint64_t{c_.vocab} * dtype_bytes(c_.dtype);
+  const Buffer& grad = c_.grad == Grad::separate ? dlogits_ : logits_;
+  const std::vector<float> loss = dev_.download<float>(row_loss_, c_.rows),
+                           logp = dev_.download<float>(row_logp_, c_.rows);
+  CrossEntropyInputs in;
+  CrossEntropyOutputs got;
+  for (uint32_t r : rows) {
+    if (r >= c_.rows)
+      throw Error("cross-entropy case: row " + std::to_string(r) + " of " + c_.describe());
+    const auto first = in_.logits.begin() + int64_t(size_t{r} * c_.vocab);
+    in.logits.insert(in.logits.end(), first, first + c_.vocab);
+    in.targets.push_back(in_.targets[r]);
+    got.loss.push_back(loss[r]);
+    got.logp.push_back(logp[r]);
+    const std::vector<float> row =
+        download_stored(dev_, logits_.ref().slice(r * row_bytes, row_bytes), c_.vocab, c_.dtype);
+    got.logits.insert(got.logits.end(), row.begin(), row.end());
+    if (c_.grad != Grad::none) {
+      const std::vector<float> g =
+          download_stored(dev_, grad.ref().slice(r * row_bytes, row_bytes), c_.vocab, c_.dtype);
+      got.dlogits.insert(got.dlogits.end(), g.begin(), g.end());
+    }
+  }
+  return compare_rows_of(sub, in, got, tol);
 }
 
 }  // namespace vkf::ref

@@ -1,12 +1,12 @@
 #pragma once
 // One cross-entropy problem as every caller that checks ops::cross_entropy (and
 // ops::cross_entropy_total) against the double-precision reference poses it: the shader tests
-// (tests/shaders/test_loss.cpp) and the tuner's correctness guard (tune/row_checks.cpp). Written
-// once so that they cannot drift apart: a CrossEntropyRun holds the logits as their storage type
-// holds them and the targets (padding rows and a target outside the vocabulary among them),
-// poisons every output (row loss, row log p, the gradient, the totals) with NaN, records the
-// loss with its gradient (apart, in place, or none) and compares what was written with
-// reference/loss's results.
+// (tests/shaders/test_loss.cpp), `vkf bench`'s row and the tuner's correctness guard
+// (tune/row_checks.cpp). Written once so that they cannot drift apart: a CrossEntropyRun holds
+// the logits as their storage type holds them and the targets (padding rows and a target
+// outside the vocabulary among them, unless the caller gives its own), poisons every output
+// (row loss, row log p, the gradient, the totals) with NaN, records the loss with its gradient
+// (apart, in place, or none) and compares what was written with reference/loss's results.
 #include <cstdint>
 #include <random>
 #include <string>
@@ -85,6 +85,10 @@ class CrossEntropyRun {
   // "logits" (bit for bit as uploaded), then "totals" (the token count and the reserved word
   // exactly) where the case runs them.
   std::vector<Comparison> compare(const CrossEntropyTolerance& tol) const;
+  // The same but the totals, on the given rows only (each row is independent of the others):
+  // for a caller with more rows than it wants to download and recompute (vkf bench).
+  std::vector<Comparison> compare_rows(const CrossEntropyTolerance& tol,
+                                       const std::vector<uint32_t>& rows) const;
 
  private:
   Device& dev_;
