@@ -11,6 +11,8 @@
 #include <random>
 
 #include "apps/tool_env/tool_env.h"
+#include "reference/comparison.h"
+#include "reference/stored.h"
 
 namespace vkf::test {
 
@@ -54,22 +56,15 @@ void require_no_validation_messages() {
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
+  return ref::uniform(rng, n, lo, hi);
 }
 
 double tolerance_ratio(const std::vector<float>& got, const std::vector<double>& want, double atol,
                        double rtol) {
   REQUIRE(got.size() == want.size());
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    double r = std::fabs(double(got[i]) - want[i]) / (atol + rtol * std::fabs(want[i]));
-    worst = std::max(worst, r);
-  }
-  return worst;
+  ref::Comparison c("output");
+  c.add_all(got, want, atol, rtol);
+  return c.worst();
 }
 
 }  // namespace vkf::test

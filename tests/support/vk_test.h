@@ -22,10 +22,11 @@ std::unique_ptr<Device> new_device(const DeviceOptions& options = {});
 // Fails the current test with every validation message collected since the last call.
 void require_no_validation_messages();
 
-// Random values in [lo, hi) from a fixed seed.
+// Random values in [lo, hi) from a fixed seed: reference/stored.h's uniform, seeded here.
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 
-// Max of |got - want| / (atol + rtol * |want|); <= 1 means within tolerance.
+// Max of |got - want| / (atol + rtol * |want|); <= 1 means within tolerance (a NaN or an
+// infinity never is): reference/comparison.h's Comparison, as one number.
 double tolerance_ratio(const std::vector<float>& got, const std::vector<double>& want, double atol,
                        double rtol);
 
