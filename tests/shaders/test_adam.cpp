@@ -11,6 +11,7 @@
 #include "engine/tuning_file.h"
 #include "reference/adam_case.h"
 #include "reference/optim.h"
+#include "tests/support/harness_self_test.h"
 #include "tests/support/vk_test.h"
 
 using namespace vkf;
@@ -326,17 +327,9 @@ VKF_TEST_CASE("the adam harness fails an unwritten or a corrupted output", "[sha
     INFO("unwritten: " << cmp.describe());
     CHECK(!cmp.ok());
   }
-  for (bool corrupt : {true, false}) {
-    const ref::AdamRun run(dev, c, rng);
-    Recorder rec(dev);
-    run.record(rec);
-    if (corrupt) run.corrupt(rec);
-    rec.finish().run();
-    for (const ref::Comparison& cmp : run.compare(tol)) {
-      INFO((corrupt ? "corrupted: " : "") << cmp.describe());
-      CHECK(cmp.ok() == !(corrupt && cmp.what() == "w"));
-    }
-  }
+  test::check_corruption_caught(
+      dev, [&] { return ref::AdamRun(dev, c, rng); },
+      [&](const ref::AdamRun& run) { return run.compare(tol); }, "w");
 }
 
 VKF_TEST_CASE("adam checks its arguments", "[shaders][adam]") {
