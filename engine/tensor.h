@@ -18,6 +18,12 @@ inline uint32_t dtype_bytes(DType t) {
 inline const char* dtype_name(DType t) {
   return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "i32";
 }
+// The storage type a tuning file names: f32 or f16; else Error.
+inline DType storage_dtype_of(const std::string& name) {
+  if (name == "f32") return DType::f32;
+  if (name == "f16") return DType::f16;
+  throw Error("dtype '" + name + "' is not f32 or f16");
+}
 
 class Tensor {
  public:

@@ -12,12 +12,7 @@
 #include <vector>
 
 #include "engine/device_info.h"
-#include "engine/ops/adam.h"
-#include "engine/ops/attention_choice.h"
-#include "engine/ops/layer_norm_choice.h"
-#include "engine/ops/loss_choice.h"
-#include "engine/ops/matmul_choice.h"
-#include "engine/ops/topk_choice.h"
+#include "engine/ops/tuned_families.h"
 #include "engine/tuning.h"
 
 namespace vkf {
@@ -47,21 +42,30 @@ struct TunedEntry {
   std::vector<std::pair<std::string, std::string>> rejected;
 };
 
-using TunedMatmul = TunedEntry<ops::MatmulProblem, ops::MatmulConfig>;
-using TunedAttention = TunedEntry<ops::AttentionProblem, ops::AttentionTiles>;
-using TunedLayerNorm = TunedEntry<ops::LayerNormProblem, ops::LayerNormConfig>;
-using TunedCrossEntropy = TunedEntry<ops::CrossEntropyProblem, ops::RowKernelConfig>;
-using TunedTopK = TunedEntry<ops::TopKProblem, ops::TopKConfig>;
-using TunedAdam = TunedEntry<ops::AdamProblem, ops::AdamConfig>;
+template <class F>
+using TunedOf = TunedEntry<typename F::Problem, typename F::Config>;
+template <class F>
+using TunedEntries = std::vector<TunedOf<F>>;
+using TunedMatmul = TunedOf<ops::MatmulFamily>;
+using TunedAttention = TunedOf<ops::AttentionFamily>;
+using TunedLayerNorm = TunedOf<ops::LayerNormFamily>;
+using TunedCrossEntropy = TunedOf<ops::CrossEntropyFamily>;
+using TunedTopK = TunedOf<ops::TopKFamily>;
+using TunedAdam = TunedOf<ops::AdamFamily>;
 
 struct TuningFile {
   TuningKey key;
-  std::vector<TunedMatmul> matmul;
-  std::vector<TunedAttention> attention;
-  std::vector<TunedLayerNorm> layer_norm;
-  std::vector<TunedCrossEntropy> cross_entropy;
-  std::vector<TunedTopK> topk;
-  std::vector<TunedAdam> adam;
+  // Each family's entries, in the JSON array of its name (F::name).
+  ops::PerFamily<TunedEntries> entries;
+  template <class F>
+  TunedEntries<F>& of() {
+    return entries.of<F>();
+  }
+  template <class F>
+  const TunedEntries<F>& of() const {
+    return entries.of<F>();
+  }
+  size_t size() const;  // entries over every family
 };
 
 // <dir>/<device_cache_stem(info)>.tuning.json; "" when dir is "".

@@ -31,18 +31,20 @@ void tuning_file(std::string_view bytes) {
     const TuningFile f = read_tuning_file("/proc/self/fd/" + std::to_string(fd));
     // What the parser promises the kernels: every entry under its own shape's class, no zero
     // tile or block, tiles whole multiples of their blocks.
-    for (const TunedMatmul& t : f.matmul) {
-      FUZZ_CHECK(t.shape_class == ops::matmul_shape_class(t.shape));
+    ops::for_each_family([&]<class F>(std::type_identity<F>) {
+      for (const TunedOf<F>& t : f.of<F>()) FUZZ_CHECK(t.shape_class == F::shape_class(t.shape));
+    });
+    for (const TunedMatmul& t : f.of<ops::MatmulFamily>()) {
       const ops::MatmulConfig& c = t.config;
       FUZZ_CHECK(c.workgroup && c.bm && c.bn && c.bk && c.tm && c.tn);
       FUZZ_CHECK(c.bm % c.tm == 0 && c.bn % c.tn == 0);
     }
-    for (const TunedAttention& t : f.attention)
-      FUZZ_CHECK(t.shape_class == ops::attention_shape_class(t.shape));
-    for (const TunedLayerNorm& t : f.layer_norm) FUZZ_CHECK(t.config.workgroup_size > 0);
-    for (const TunedAdam& t : f.adam) FUZZ_CHECK(t.config.workgroup_size && t.config.elems);
+    for (const TunedLayerNorm& t : f.of<ops::LayerNormFamily>())
+      FUZZ_CHECK(t.config.workgroup_size > 0);
+    for (const TunedAdam& t : f.of<ops::AdamFamily>())
+      FUZZ_CHECK(t.config.workgroup_size && t.config.elems);
     const auto tuning = make_tuning(f, "<fuzz>");
-    FUZZ_CHECK(tuning->matmul.size() <= f.matmul.size());
+    FUZZ_CHECK(tuning->of<ops::MatmulFamily>().size() <= f.of<ops::MatmulFamily>().size());
   } catch (const Error&) {
   }
   close(fd);

@@ -40,7 +40,7 @@ ops::OpProblems model_op_problems(const ModelConfig& c, const ModelWork& work,
     // Decoding gives the forward a split-k workspace (model/decode/state.h), training not.
     for (const ops::MatmulProblem& p :
          linear_matmul_problems(in, o, tokens, work.dtype, work.training, !work.training))
-      out.matmul.push_back(p);
+      out.of<ops::MatmulFamily>().push_back(p);
   // The encoder's self-attention and the cross-attention (full) and, training, the decoder's
   // (causal) over sentences of `len` tokens.
   const uint32_t len = std::max(1u, std::min(work.len, tokens));
@@ -50,23 +50,24 @@ ops::OpProblems model_op_problems(const ModelConfig& c, const ModelWork& work,
     for (auto kernel : {ops::AttentionKernel::forward, ops::AttentionKernel::backward_kv,
                         ops::AttentionKernel::backward_q}) {
       if (kernel != ops::AttentionKernel::forward && !work.training) continue;
-      out.attention.push_back({{work.dtype, kernel, dk, dv, len, len, causal},
-                               std::max(1u, tokens / len),
-                               uint32_t(c.heads)});
+      out.of<ops::AttentionFamily>().push_back({{work.dtype, kernel, dk, dv, len, len, causal},
+                                                std::max(1u, tokens / len),
+                                                uint32_t(c.heads)});
     }
   }
   // The row kernels are timed at up to 1024 rows (256 on a CPU device): a workgroup reduces a
   // row, so more rows repeat the same work (1024 workgroups fill a GPU, 256 a CPU's threads),
   // while a CPU device spends a second or more on 1024 rows of the vocabulary.
   const uint32_t rows = std::min(tokens, info.is_cpu() ? 256u : 1024u);
-  out.layer_norm.push_back({work.dtype, false, rows, d});
-  if (work.training) out.layer_norm.push_back({work.dtype, true, rows, d});
-  if (work.training && v > 0) out.cross_entropy.push_back({work.dtype, rows, v});
+  out.of<ops::LayerNormFamily>().push_back({work.dtype, false, rows, d});
+  if (work.training) out.of<ops::LayerNormFamily>().push_back({work.dtype, true, rows, d});
+  if (work.training && v > 0) out.of<ops::CrossEntropyFamily>().push_back({work.dtype, rows, v});
   if (work.training && v > 0)
-    out.adam.push_back({uint32_t(std::min<uint64_t>(ParamLayout(c).total_floats(), 0xffffffffu))});
+    out.of<ops::AdamFamily>().push_back(
+        {uint32_t(std::min<uint64_t>(ParamLayout(c).total_floats(), 0xffffffffu))});
   if (work.beam && work.sentences && v > 0)
-    out.topk.push_back({DType::f32, work.beam * work.sentences, v,
-                        decode::DecodeShape::candidates_for(work.beam, v)});
+    out.of<ops::TopKFamily>().push_back({DType::f32, work.beam * work.sentences, v,
+                                         decode::DecodeShape::candidates_for(work.beam, v)});
   return out;
 }
 

@@ -15,15 +15,9 @@ namespace {
 // "matmul, attention, LayerNorm": the families `problems` holds.
 std::string families(const ops::OpProblems& problems) {
   std::string out;
-  auto add = [&out](bool present, const char* name) {
-    if (present) out += (out.empty() ? "" : ", ") + std::string(name);
-  };
-  add(!problems.matmul.empty(), "matmul");
-  add(!problems.attention.empty(), "attention");
-  add(!problems.layer_norm.empty(), "LayerNorm");
-  add(!problems.cross_entropy.empty(), "cross-entropy");
-  add(!problems.topk.empty(), "top-k");
-  add(!problems.adam.empty(), "Adam");
+  ops::for_each_family([&]<class F>(std::type_identity<F>) {
+    if (!problems.of<F>().empty()) out += (out.empty() ? "" : ", ") + std::string(F::title);
+  });
   return out;
 }
 

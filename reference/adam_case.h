@@ -1,7 +1,7 @@
 #pragma once
 // One Adam step as every caller that checks ops::adam against the double-precision reference
 // poses it: the shader tests (tests/shaders/test_adam.cpp), `vkf bench`'s row and the tuner's
-// correctness guard (tune/row_checks.cpp). Written once so that they cannot drift apart: an
+// correctness guard (tune/adam_family.cpp). Written once so that they cannot drift apart: an
 // AdamRun holds w, g, m and v in fp32 and the gradient's norm as ops::grad_norm leaves it,
 // records one step and compares the updated w, m and v with reference/optim's. w, m and v are
 // read and written in place: an element the kernel skips keeps its old value, which the

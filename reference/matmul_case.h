@@ -1,7 +1,7 @@
 #pragma once
 // One matmul problem as every caller that checks ops::matmul against its reference poses it: the
 // shader tests (tests/shaders/test_matmul.cpp), `vkf bench`'s matmul rows
-// (apps/vkf/bench/rows_matmul.cpp) and the tuner's correctness guard (tune/matmul_check.cpp).
+// (apps/vkf/bench/rows_matmul.cpp) and the tuner's correctness guard (tune/matmul_family.cpp).
 // Written once so that they cannot drift apart: a MatmulRun draws the case's inputs as its
 // storage type holds them, allocates and uploads the buffers (C poisoned where beta is 0; guard
 // zones, row padding and batch gaps poisoned always), records ops::matmul, and compares C with

@@ -1,7 +1,7 @@
 #pragma once
 // One top-k problem as every caller that checks ops::topk against the reference poses it: the
 // shader tests (tests/shaders/test_small_ops.cpp) and the tuner's correctness guard
-// (tune/row_checks.cpp). Written once so that they cannot drift apart: a TopKRun holds the
+// (tune/topk_family.cpp). Written once so that they cannot drift apart: a TopKRun holds the
 // values as their storage type holds them, poisons the outputs (NaN values, indices no row
 // has), records the selection (with or without log-softmax) and compares it with
 // reference/topk's stable sort: the indices exactly, the values exactly or, as log-softmax,

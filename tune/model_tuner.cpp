@@ -18,18 +18,23 @@ struct Job {
   std::function<uint32_t(Clock::time_point, const StepReport&, TuningFile&)> run;
 };
 
-// One job a shape class: the first shape of each class is the one timed.
-template <class P, class F>
-void add_jobs(std::vector<Job>& jobs, const char* family, const std::vector<P>& shapes,
-              const std::function<std::string(const P&)>& cls, F run) {
+// One job a shape class: the first work of each class is the one timed.
+template <class F>
+void add_jobs(std::vector<Job>& jobs, Device& dev, const ops::OpProblems& problems, Timer& timer,
+              const TunerOptions& options) {
   std::set<std::string> seen;
   const int index = jobs.empty() ? 0 : jobs.back().family + 1;
-  for (const P& p : shapes)
-    if (seen.insert(cls(p)).second)
-      jobs.push_back({std::string(family) + " " + cls(p), index,
-                      [p, run](Clock::time_point deadline, const StepReport& step, TuningFile& f) {
-                        return run(p, deadline, step, f);
-                      }});
+  for (const typename F::Work& w : problems.of<F>()) {
+    const std::string cls = F::shape_class(ops::problem_of(w));
+    if (!seen.insert(cls).second) continue;
+    jobs.push_back({std::string(F::name) + " " + cls, index,
+                    [&dev, &timer, &options, w](Clock::time_point deadline, const StepReport& step,
+                                                TuningFile& f) {
+                      f.of<F>().push_back(
+                          FamilyTuner<F>::tune(dev, w, timer, options, deadline, step));
+                      return f.of<F>().back().untried;
+                    }});
+  }
 }
 
 }  // namespace
@@ -39,47 +44,8 @@ TuneReport tune_model(Device& dev, const TuneShapes& shapes, Timer& timer,
   TuneReport report;
   report.file.key = TuningKey::of(dev.info());
   std::vector<Job> jobs;
-  add_jobs(
-      jobs, "matmul", shapes.matmul,
-      std::function<std::string(const ops::MatmulProblem&)>(ops::matmul_shape_class),
-      [&](const ops::MatmulProblem& p, Clock::time_point d, const StepReport& s, TuningFile& f) {
-        f.matmul.push_back(tune_matmul(dev, p, timer, options, d, s));
-        return f.matmul.back().untried;
-      });
-  add_jobs(jobs, "attention", shapes.attention,
-           std::function<std::string(const AttentionWork&)>(
-               [](const AttentionWork& w) { return ops::attention_shape_class(w.problem); }),
-           [&](const AttentionWork& w, Clock::time_point d, const StepReport& s, TuningFile& f) {
-             f.attention.push_back(tune_attention(dev, w, timer, options, d, s));
-             return f.attention.back().untried;
-           });
-  add_jobs(
-      jobs, "layer_norm", shapes.layer_norm,
-      std::function<std::string(const ops::LayerNormProblem&)>(ops::layer_norm_shape_class),
-      [&](const ops::LayerNormProblem& p, Clock::time_point d, const StepReport& s, TuningFile& f) {
-        f.layer_norm.push_back(tune_layer_norm(dev, p, timer, options, d, s));
-        return f.layer_norm.back().untried;
-      });
-  add_jobs(
-      jobs, "cross_entropy", shapes.cross_entropy,
-      std::function<std::string(const ops::CrossEntropyProblem&)>(ops::cross_entropy_shape_class),
-      [&](const ops::CrossEntropyProblem& p, Clock::time_point d, const StepReport& s,
-          TuningFile& f) {
-        f.cross_entropy.push_back(tune_cross_entropy(dev, p, timer, options, d, s));
-        return f.cross_entropy.back().untried;
-      });
-  add_jobs(jobs, "topk", shapes.topk,
-           std::function<std::string(const ops::TopKProblem&)>(ops::topk_shape_class),
-           [&](const ops::TopKProblem& p, Clock::time_point d, const StepReport& s, TuningFile& f) {
-             f.topk.push_back(tune_topk(dev, p, timer, options, d, s));
-             return f.topk.back().untried;
-           });
-  add_jobs(jobs, "adam", shapes.adam,
-           std::function<std::string(const ops::AdamProblem&)>(ops::adam_shape_class),
-           [&](const ops::AdamProblem& p, Clock::time_point d, const StepReport& s, TuningFile& f) {
-             f.adam.push_back(tune_adam(dev, p, timer, options, d, s));
-             return f.adam.back().untried;
-           });
+  ops::for_each_family(
+      [&]<class F>(std::type_identity<F>) { add_jobs<F>(jobs, dev, shapes, timer, options); });
 
   const Clock::time_point start = Clock::now();
   const auto seconds_since = [&](Clock::time_point t) {

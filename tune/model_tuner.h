@@ -1,7 +1,7 @@
 #pragma once
 // Every op family a model runs, tuned within one budget: the shapes of each family reduced to one
-// per shape class, then the families in turn (matmul, attention, LayerNorm, cross-entropy, top-k:
-// by the share of a training step they take, so that no overrun of the others eats into matmul's).
+// per shape class, then the families in turn (in ops::TunedFamilies' order: by the share of a
+// training step they take, so that no overrun of the others eats into matmul's).
 // Each family gets an even share of what is left when it starts, each of its classes an even share
 // of what is left of the family's. The budget is hard: once it is spent no candidate is started
 // (the class being searched stops, the classes after it are not searched) and the report counts
@@ -11,8 +11,7 @@
 #include <vector>
 
 #include "engine/ops/op_problems.h"
-#include "tune/family_tuners.h"
-#include "tune/matmul_tuner.h"
+#include "tune/families.h"
 
 namespace vkf::tune {
 

@@ -11,9 +11,7 @@
 #include "engine/kernel.h"
 #include "engine/shader_registry.h"
 #include "engine/tuning_fit.h"
-#include "tune/attention_check.h"
-#include "tune/matmul_check.h"
-#include "tune/row_checks.h"
+#include "tune/families.h"
 
 namespace vkf::tune {
 namespace {
@@ -47,64 +45,16 @@ std::string device_text(const DeviceInfo& info) {
          std::to_string(k.driver_version) + "/" + k.pipeline_cache_uuid;
 }
 
-std::string dims(const ops::MatmulProblem& p) {
-  return std::string(dtype_name(p.dtype)) + " " + std::to_string(p.trans_a) +
-         std::to_string(p.trans_b) + " " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
-         std::to_string(p.k) + (p.workspace ? " ws" : "");
-}
-std::string dims(const ops::AttentionProblem& p) {
-  return std::string(dtype_name(p.dtype)) + " " + ops::attention_kernel_short_name(p.kernel) + " " +
-         std::to_string(p.d_k) + "x" + std::to_string(p.d_v) + " " + std::to_string(p.len_q) + "x" +
-         std::to_string(p.len_k) + (p.causal ? " causal" : "");
-}
-std::string dims(const ops::LayerNormProblem& p) {
-  return std::string(dtype_name(p.dtype)) + (p.backward ? " bwd " : " fwd ") +
-         std::to_string(p.rows) + "x" + std::to_string(p.d);
-}
-std::string dims(const ops::CrossEntropyProblem& p) {
-  return std::string(dtype_name(p.dtype)) + " " + std::to_string(p.rows) + "x" +
-         std::to_string(p.vocab);
-}
-std::string dims(const ops::TopKProblem& p) {
-  return std::string(dtype_name(p.dtype)) + " " + std::to_string(p.rows) + "x" +
-         std::to_string(p.n) + " k" + std::to_string(p.k);
-}
-std::string dims(const ops::AdamProblem& p) {
-  return std::to_string(p.n);
-}
-
 // The entry's identity: its name (family, class, every value of the configuration), the shape
 // its check runs, the device and driver, and this build's shaders.
-template <class Entry>
-std::string key(const Entry& t, const std::string& device) {
-  const std::string text = entry_name(t) + "|" + dims(t.shape) + "|" + device;
+template <class F>
+std::string key(const TunedOf<F>& t, const std::string& device) {
+  const std::string text = entry_name<F>(t) + "|" + F::dims(t.shape) + "|" + device;
   char buf[40];
   std::snprintf(buf, sizeof buf, "%016llx%016llx",
                 static_cast<unsigned long long>(fnv1a(text.data(), text.size())),
                 static_cast<unsigned long long>(shaders_hash()));
   return buf;
-}
-
-std::string check(Device& dev, const TunedMatmul& t, const Sabotage& sabotage) {
-  return check_matmul(dev, t.config, t.shape, sabotage);
-}
-std::string check(Device& dev, const TunedAttention& t, const Sabotage& sabotage) {
-  return check_attention(dev, t.config, t.shape, sabotage);
-}
-std::string check(Device& dev, const TunedLayerNorm& t, const Sabotage& sabotage) {
-  ops::LayerNormConfig c = t.config;
-  if (c.reads == ops::RowKernelConfig::Reads::automatic)
-    c.reads = ops::RowKernelConfig::Reads::storage;  // as choose_layer_norm runs it
-  return check_layer_norm(dev, c, t.shape, sabotage);
-}
-std::string check(Device& dev, const TunedCrossEntropy& t, const Sabotage& sabotage) {
-  return check_cross_entropy(dev, t.config, t.shape, sabotage);
-}
-std::string check(Device& dev, const TunedTopK& t, const Sabotage& sabotage) {
-  return check_topk(dev, t.config, t.shape, sabotage);
-}
-std::string check(Device& dev, const TunedAdam& t, const Sabotage& sabotage) {
-  return check_adam(dev, t.config, sabotage);
 }
 
 std::string record_path(const DeviceInfo& info, const std::string& dir) {
@@ -146,24 +96,25 @@ struct Pass {
   Verification& out;
   const WrongEntry& wrong;
 
-  template <class Entry>
-  void run(std::vector<Entry>& entries) {
-    std::erase_if(entries, [&](const Entry& t) {
-      const std::string k = key(t, device);
+  template <class F>
+  void run(TunedEntries<F>& entries) {
+    std::erase_if(entries, [&](const TunedOf<F>& t) {
+      const std::string k = key<F>(t, device);
       if (passed.count(k)) {
         ++out.remembered;
         return false;
       }
       ++out.checked;
-      const bool sabotaged = wrong && wrong(entry_name(t));
-      const std::string why =
-          check(dev, t, sabotaged ? Sabotage([](const std::string&) { return true; }) : nullptr);
+      const bool sabotaged = wrong && wrong(entry_name<F>(t));
+      const std::string why = FamilyTuner<F>::check(
+          dev, t.config, t.shape,
+          sabotaged ? Sabotage([](const std::string&) { return true; }) : nullptr);
       if (why.empty()) {
         newly.push_back(k);
         return false;
       }
       ++out.wrong;
-      out.dropped.push_back(entry_name(t) + ": wrong against the reference: " + why);
+      out.dropped.push_back(entry_name<F>(t) + ": wrong against the reference: " + why);
       return true;
     });
   }
@@ -179,12 +130,7 @@ Verification verify_tuning(Device& dev, TuningFile& file, const std::string& cac
   const std::string path = record_path(dev.info(), cache_dir);
   const std::set<std::string> passed = read_record(path);
   Pass pass{dev, device_text(dev.info()), passed, {}, out, wrong};
-  pass.run(file.matmul);
-  pass.run(file.attention);
-  pass.run(file.layer_norm);
-  pass.run(file.cross_entropy);
-  pass.run(file.topk);
-  pass.run(file.adam);
+  ops::for_each_family([&]<class F>(std::type_identity<F>) { pass.run<F>(file.of<F>()); });
   append_record(path, pass.newly);
   return out;
 }
@@ -192,15 +138,9 @@ Verification verify_tuning(Device& dev, TuningFile& file, const std::string& cac
 void remember_verified(const Device& dev, const TuningFile& file, const std::string& cache_dir) {
   const std::string device = device_text(dev.info());
   std::vector<std::string> keys;
-  auto add = [&](const auto& entries) {
-    for (const auto& t : entries) keys.push_back(key(t, device));
-  };
-  add(file.matmul);
-  add(file.attention);
-  add(file.layer_norm);
-  add(file.cross_entropy);
-  add(file.topk);
-  add(file.adam);
+  ops::for_each_family([&]<class F>(std::type_identity<F>) {
+    for (const TunedOf<F>& t : file.of<F>()) keys.push_back(key<F>(t, device));
+  });
   append_record(record_path(dev.info(), cache_dir), keys);
 }
 

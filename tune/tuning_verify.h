@@ -2,8 +2,8 @@
 // A tuning file from outside the tuner (--tune FILE, VKF_TUNE=FILE, `vkf tune --import`, or the
 // cache directory's, which --import writes) is held to what the tuner holds its own winners to:
 // each entry's configuration must fit the device (engine/tuning_fit.h) and pass its family's
-// correctness check against the double-precision reference (matmul_check.h, attention_check.h,
-// row_checks.h). An entry that fails is dropped, so its class runs the default.
+// correctness check against the double-precision reference (FamilyTuner<F>::check,
+// tune/<family>_family.h). An entry that fails is dropped, so its class runs the default.
 //
 // The checks compile kernels (seconds on a CPU device), so an entry that passed is remembered
 // in <cache dir>/<device stem>.tuning-checks, one line a pass, keyed by a hash of the entry, the

@@ -35,26 +35,22 @@ struct TuneArgs {
   uint32_t tokens = 0, vocab_size = 8000, len = bench::k_train_len;
 };
 
-// The shapes again in each storage type of `dtypes` (the model's are built in f32).
+// The shapes again in each storage type of `dtypes` (the model's are built in f32). Adam has
+// none (the fp32 master weights in either storage), and top-k selects from fp32
+// log-probabilities in either storage: theirs are kept as they are.
 tune::TuneShapes in_storage(const tune::TuneShapes& f32, const std::vector<DType>& dtypes) {
   tune::TuneShapes out;
-  for (DType t : dtypes) {
-    auto add = [t](auto& to, const auto& from) {
-      for (auto p : from) {
-        p.dtype = t;
-        to.push_back(p);
-      }
-    };
-    add(out.matmul, f32.matmul);
-    add(out.layer_norm, f32.layer_norm);
-    add(out.cross_entropy, f32.cross_entropy);
-    for (tune::AttentionWork w : f32.attention) {
-      w.problem.dtype = t;
-      out.attention.push_back(w);
+  ops::for_each_family([&]<class F>(std::type_identity<F>) {
+    if constexpr (std::is_same_v<F, ops::AdamFamily> || std::is_same_v<F, ops::TopKFamily>) {
+      out.of<F>() = f32.of<F>();
+    } else {
+      for (DType t : dtypes)
+        for (typename F::Work w : f32.of<F>()) {
+          ops::problem_of(w).dtype = t;
+          out.of<F>().push_back(w);
+        }
     }
-  }
-  out.topk = f32.topk;  // decoding selects from fp32 log-probabilities in either storage
-  out.adam = f32.adam;  // the fp32 master weights in either storage
+  });
   return out;
 }
 
@@ -88,10 +84,6 @@ tune::TuneShapes shapes_for(const TuneArgs& a, const DeviceInfo& info) {
     throw Error("--dtype " + a.dtype + ": f16 storage needs 16-bit storage buffers, which " +
                 info.name + " lacks");
   return in_storage(model_shapes(a, info), dtypes);
-}
-
-std::string dims(const ops::MatmulProblem& p) {
-  return std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k);
 }
 
 void progress_bar(const tune::Progress& p, bool terminal) {
@@ -144,10 +136,12 @@ int run_tune(const TuneArgs& a) {
                 << v.dropped.size() << " dropped\n";
     }
     write_tuning_file(to, f);
-    std::cerr << "vkf tune: " << from << " -> " << to << " (" << f.matmul.size() << " matmul, "
-              << f.attention.size() << " attention, " << f.layer_norm.size() << " LayerNorm, "
-              << f.cross_entropy.size() << " cross-entropy, " << f.topk.size() << " top-k, "
-              << f.adam.size() << " Adam shape classes)\n";
+    std::cerr << "vkf tune: " << from << " -> " << to << " (";
+    ops::for_each_family([&]<class F>(std::type_identity<F>) {
+      std::cerr << (std::is_same_v<F, ops::MatmulFamily> ? "" : ", ") << f.of<F>().size() << " "
+                << F::title;
+    });
+    std::cerr << " shape classes)\n";
     return 0;
   }
   const double budget = parse_duration(a.budget, "--budget");
@@ -156,19 +150,16 @@ int run_tune(const TuneArgs& a) {
   if (out.empty()) throw Error("no cache directory for the tuning file: name one with --out");
   refuse_same_file("--out", out, {{"--model", a.model}});
   const tune::TuneShapes shapes = shapes_for(a, dev->info());
-  std::set<std::string> classes;
-  for (const auto& p : shapes.matmul) classes.insert("m " + ops::matmul_shape_class(p));
-  for (const auto& w : shapes.attention)
-    classes.insert("a " + ops::attention_shape_class(w.problem));
-  for (const auto& p : shapes.layer_norm) classes.insert("l " + ops::layer_norm_shape_class(p));
-  for (const auto& p : shapes.cross_entropy)
-    classes.insert("c " + ops::cross_entropy_shape_class(p));
-  for (const auto& p : shapes.topk) classes.insert("t " + ops::topk_shape_class(p));
-  for (const auto& p : shapes.adam) classes.insert("o " + ops::adam_shape_class(p));
-  std::cerr << "vkf tune: " << classes.size() << " shape classes (matmul"
-            << (shapes.attention.empty() ? "" : ", attention, LayerNorm, cross-entropy")
-            << (shapes.topk.empty() ? "" : ", top-k") << (shapes.adam.empty() ? "" : ", Adam")
-            << ") on " << dev->label() << ", budget " << budget << " s\n";
+  size_t classes = 0;
+  std::string families;
+  ops::for_each_family([&]<class F>(std::type_identity<F>) {
+    std::set<std::string> mine;
+    for (const auto& w : shapes.of<F>()) mine.insert(F::shape_class(ops::problem_of(w)));
+    classes += mine.size();
+    if (!mine.empty()) families += (families.empty() ? "" : ", ") + std::string(F::title);
+  });
+  std::cerr << "vkf tune: " << classes << " shape classes (" << families << ") on " << dev->label()
+            << ", budget " << budget << " s\n";
   const bool terminal = isatty(fileno(stderr)) != 0;
   tune::DeviceTimer timer;
   tune::TunerOptions o;
@@ -179,43 +170,21 @@ int run_tune(const TuneArgs& a) {
   write_tuning_file(out, f);
   tune::remember_verified(*dev, f, dev->options().pipeline_cache_dir);  // checked as chosen
 
-  print("%-13s %-28s %-16s %-24s %9s  %-34s %9s %8s %s\n", "family", "class", "shape", "default",
+  print("%-13s %-28s %-24s %-24s %9s  %-34s %9s %8s %s\n", "family", "class", "shape", "default",
         "ms", "tuned", "ms", "speed-up", "(tried, rejected, untried)");
-  auto row = [](const char* family, const auto& t, const std::string& shape,
-                const std::string& tuned) {
-    print("%-13s %-28s %-16s %-24s %9.3f  %-34s %9.3f %7.2fx (%u, %zu, %u)\n", family,
-          t.shape_class.c_str(), shape.c_str(), t.default_name.c_str(), t.default_seconds * 1e3,
-          tuned.c_str(), t.seconds * 1e3, t.seconds > 0 ? t.default_seconds / t.seconds : 0.0,
-          t.tried, t.rejected.size(), t.untried);
-  };
-  for (const TunedMatmul& t : f.matmul) row("matmul", t, dims(t.shape), t.config.describe());
-  for (const TunedAttention& t : f.attention)
-    row("attention", t, std::to_string(t.shape.len_q) + "x" + std::to_string(t.shape.len_k),
-        ops::describe(t.config));
-  for (const TunedLayerNorm& t : f.layer_norm)
-    row("layer_norm", t, std::to_string(t.shape.rows) + "x" + std::to_string(t.shape.d),
-        ops::describe(t.config));
-  for (const TunedCrossEntropy& t : f.cross_entropy)
-    row("cross_entropy", t, std::to_string(t.shape.rows) + "x" + std::to_string(t.shape.vocab),
-        ops::describe(t.config));
-  for (const TunedTopK& t : f.topk)
-    row("topk", t,
-        std::to_string(t.shape.rows) + "x" + std::to_string(t.shape.n) + " k" +
-            std::to_string(t.shape.k),
-        ops::describe(t.config));
-  for (const TunedAdam& t : f.adam)
-    row("adam", t, std::to_string(t.shape.n), ops::describe(t.config));
-  auto rejected = [](const auto& entries) {
-    for (const auto& t : entries)
+  ops::for_each_family([&]<class F>(std::type_identity<F>) {
+    for (const TunedOf<F>& t : f.of<F>())
+      print("%-13s %-28s %-24s %-24s %9.3f  %-34s %9.3f %7.2fx (%u, %zu, %u)\n", F::name,
+            t.shape_class.c_str(), F::dims(t.shape).c_str(), t.default_name.c_str(),
+            t.default_seconds * 1e3, F::describe(t.config).c_str(), t.seconds * 1e3,
+            t.seconds > 0 ? t.default_seconds / t.seconds : 0.0, t.tried, t.rejected.size(),
+            t.untried);
+  });
+  ops::for_each_family([&]<class F>(std::type_identity<F>) {
+    for (const TunedOf<F>& t : f.of<F>())
       for (const auto& [cfg, why] : t.rejected)
         print("rejected for %s: %s: %s\n", t.shape_class.c_str(), cfg.c_str(), why.c_str());
-  };
-  rejected(f.matmul);
-  rejected(f.attention);
-  rejected(f.layer_norm);
-  rejected(f.cross_entropy);
-  rejected(f.topk);
-  rejected(f.adam);
+  });
   if (report.untried || !report.skipped.empty()) {
     print("budget spent: %u candidates left untried", report.untried);
     if (!report.skipped.empty()) {

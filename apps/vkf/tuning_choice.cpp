@@ -18,9 +18,9 @@ tune::TuneShapes bench_tune_shapes(bench::Suite suite) {
   for (const bench::MatmulShape& s : bench::matmul_shapes())
     if (s.suite <= suite && double(s.m) * s.n * s.k <= 4294967296.0)
       // A^T B with a split-k workspace, as `vkf bench` and training run it.
-      out.matmul.push_back({DType::f32, s.form == bench::MatmulForm::atb,
-                            s.form == bench::MatmulForm::abt, s.m, s.n, s.k,
-                            s.form == bench::MatmulForm::atb});
+      out.of<ops::MatmulFamily>().push_back({DType::f32, s.form == bench::MatmulForm::atb,
+                                             s.form == bench::MatmulForm::abt, s.m, s.n, s.k,
+                                             s.form == bench::MatmulForm::atb});
   return out;
 }
 

@@ -1,9 +1,11 @@
 #include "engine/ops/adam.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "engine/error.h"
+#include "engine/json_limits.h"
 #include "engine/launch.h"
 #include "engine/ops/elementwise.h"
 #include "engine/step_scalars.h"
@@ -95,7 +97,8 @@ AdamConfig choose_adam_config(const Device& dev, const AdamProblem& p, std::stri
   std::string passed_over;
   if (const Tuning* t = dev.tuning()) {
     const std::string cls = adam_shape_class(p);
-    if (auto it = t->adam.find(cls); it != t->adam.end()) {
+    const auto& table = t->of<AdamFamily>();
+    if (auto it = table.find(cls); it != table.end()) {
       const std::string misfit = adam_config_misfit(dev.info(), it->second);
       if (misfit.empty()) {
         if (why) *why = "tuned for " + cls + " (" + describe(it->second) + ", " + t->origin + ")";
@@ -171,6 +174,38 @@ void adam(Device& dev, Recorder& rec, const AdamArgs& a) {
   const Kernel& k = dev.kernel({"adam", 6, sizeof push, {c.workgroup_size, c.elems}});
   rec.dispatch(k, {inout(a.params), in(a.grads), inout(a.m), inout(a.v), in(a.step), in(norm)},
                push, groups);
+}
+
+nlohmann::json AdamFamily::problem_json(const Problem& p) {
+  return {{"n", p.n}};
+}
+
+AdamProblem AdamFamily::problem_of(const nlohmann::json& j) {
+  return {json_field<uint32_t>(j, "n")};
+}
+
+nlohmann::json AdamFamily::config_json(const Config& c) {
+  return {{"workgroup_size", c.workgroup_size},
+          {"elems", c.elems},
+          {"reads", c.reads == AdamConfig::Reads::texel ? "texel" : "storage"}};
+}
+
+AdamConfig AdamFamily::config_of(const nlohmann::json& j) {
+  AdamConfig c;
+  c.workgroup_size = json_field<uint32_t>(j, "workgroup_size");
+  c.elems = json_field<uint32_t>(j, "elems");
+  const std::string reads = j.at("reads").get<std::string>();
+  if (reads == "texel")
+    c.reads = AdamConfig::Reads::texel;
+  else if (reads != "storage")
+    throw Error("Adam reads '" + reads + "' is not texel or storage");
+  if (!c.workgroup_size || !c.elems)
+    throw Error("Adam configuration " + ops::describe(c) + " has a zero size");
+  return c;
+}
+
+bool AdamFamily::superseded(const nlohmann::json& entry) {
+  return !entry.at("config").contains("elems");
 }
 
 }  // namespace vkf::ops

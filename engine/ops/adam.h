@@ -3,6 +3,7 @@
 // deterministic global gradient norm (with a non-finite flag) it uses for clipping.
 // Kernels: shaders/adam.comp, grad_norm.comp, grad_norm_final.comp.
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -104,5 +105,29 @@ AdamConfig adam_default_config(const DeviceInfo& info);
 // What adam() runs when AdamArgs::config is unset: the device's tuning for the class where the
 // device can run it, else the default; `why` says which (may be null).
 AdamConfig choose_adam_config(const Device& dev, const AdamProblem& p, std::string* why = nullptr);
+
+// The Adam family as the tuning file and the tuner know it (engine/ops/tuned_families.h).
+struct AdamFamily {
+  using Problem = AdamProblem;
+  using Work = AdamProblem;
+  using Config = AdamConfig;
+  static constexpr const char* name = "adam";
+  static constexpr const char* title = "Adam";
+  static std::string shape_class(const Problem& p) { return adam_shape_class(p); }
+  static std::string describe(const Config& c) { return ops::describe(c); }
+  static std::string dims(const Problem& p) { return std::to_string(p.n); }
+  static nlohmann::json problem_json(const Problem& p);
+  static Problem problem_of(const nlohmann::json& j);
+  static nlohmann::json config_json(const Config& c);
+  static Config config_of(const nlohmann::json& j);
+  static std::string misfit(const DeviceInfo& info, const Config& c, const Problem&) {
+    return adam_config_misfit(info, c);
+  }
+  // An entry from before the elements an invocation and the reads were searched (the workgroup
+  // size alone, at one element through storage buffers): dropped, so that its class runs the
+  // default until it is tuned again. On CPU devices that default is 1.8-2.9x the old search's
+  // space (docs/performance.md).
+  static bool superseded(const nlohmann::json& entry);
+};
 
 }  // namespace vkf::ops

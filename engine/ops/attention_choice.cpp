@@ -1,5 +1,8 @@
 #include "engine/ops/attention_choice.h"
 
+#include <nlohmann/json.hpp>
+
+#include "engine/json_limits.h"
 #include "engine/tuning.h"
 
 namespace vkf::ops {
@@ -68,7 +71,8 @@ AttentionChoice choose_attention(const DeviceInfo& info, const Tuning* tuning,
   std::string passed_over;
   if (tuning) {
     const std::string cls = attention_shape_class(p);
-    if (auto it = tuning->attention.find(cls); it != tuning->attention.end()) {
+    if (auto it = tuning->of<AttentionFamily>().find(cls);
+        it != tuning->of<AttentionFamily>().end()) {
       const std::string misfit = attention_tiles_misfit(info, p.kernel, it->second, p.d_k, p.d_v);
       if (misfit.empty()) {
         // A rows-path entry names no tiles: the default's, should a caller or
@@ -97,6 +101,92 @@ AttentionChoice choose_attention(const DeviceInfo& info, const Tuning* tuning,
               describe(t) +
               (slow ? " (1 row a lane, rolled: this driver takes minutes to compile more)" : "") +
               passed_over};
+}
+
+namespace {
+
+const char* path_name(AttentionPath p) {
+  return p == AttentionPath::rows ? "rows" : p == AttentionPath::tiled ? "tiled" : "automatic";
+}
+
+// The tuning file's words (describe() says "auto-unroll" for people).
+const char* unroll_json_name(AttentionTiles::Unroll u) {
+  return u == AttentionTiles::Unroll::rolled     ? "rolled"
+         : u == AttentionTiles::Unroll::unrolled ? "unrolled"
+                                                 : "automatic";
+}
+
+AttentionKernel parse_kernel(const std::string& s) {
+  for (auto k :
+       {AttentionKernel::forward, AttentionKernel::backward_kv, AttentionKernel::backward_q})
+    if (s == attention_kernel_short_name(k)) return k;
+  throw Error("attention kernel '" + s + "' is not fwd, bkv or bq");
+}
+
+}  // namespace
+
+std::string AttentionFamily::dims(const Problem& p) {
+  return std::string(dtype_name(p.dtype)) + " " + attention_kernel_short_name(p.kernel) + " " +
+         std::to_string(p.d_k) + "x" + std::to_string(p.d_v) + " " + std::to_string(p.len_q) + "x" +
+         std::to_string(p.len_k) + (p.causal ? " causal" : "");
+}
+
+nlohmann::json AttentionFamily::problem_json(const Problem& p) {
+  return {{"dtype", dtype_name(p.dtype)},
+          {"kernel", attention_kernel_short_name(p.kernel)},
+          {"d_k", p.d_k},
+          {"d_v", p.d_v},
+          {"len_q", p.len_q},
+          {"len_k", p.len_k},
+          {"causal", p.causal}};
+}
+
+AttentionProblem AttentionFamily::problem_of(const nlohmann::json& j) {
+  return {storage_dtype_of(j.at("dtype").get<std::string>()),
+          parse_kernel(j.at("kernel").get<std::string>()),
+          json_field<uint32_t>(j, "d_k"),
+          json_field<uint32_t>(j, "d_v"),
+          json_field<uint32_t>(j, "len_q"),
+          json_field<uint32_t>(j, "len_k"),
+          j.at("causal").get<bool>()};
+}
+
+nlohmann::json AttentionFamily::config_json(const Config& t) {
+  return {
+      {"path", path_name(t.path)}, {"workgroup", t.workgroup}, {"block_q", t.block_q},
+      {"block_k", t.block_k},      {"rows", t.rows},           {"unroll", unroll_json_name(t.unroll)}};
+}
+
+AttentionTiles AttentionFamily::config_of(const nlohmann::json& j) {
+  AttentionTiles t;
+  const std::string path = j.at("path").get<std::string>();
+  if (path == "rows")
+    t.path = AttentionPath::rows;
+  else if (path == "tiled")
+    t.path = AttentionPath::tiled;
+  else
+    throw Error("attention path '" + path + "' is not tiled or rows");
+  t.workgroup = json_field<uint32_t>(j, "workgroup");
+  t.block_q = json_field<uint32_t>(j, "block_q");
+  t.block_k = json_field<uint32_t>(j, "block_k");
+  t.rows = json_field<uint32_t>(j, "rows");
+  const std::string unroll = j.at("unroll").get<std::string>();
+  if (unroll == "rolled")
+    t.unroll = AttentionTiles::Unroll::rolled;
+  else if (unroll == "unrolled")
+    t.unroll = AttentionTiles::Unroll::unrolled;
+  else if (unroll != "automatic")
+    throw Error("attention unroll '" + unroll + "' is not rolled, unrolled or automatic");
+  // Values the kernels size arrays or grids with: a hand-edited zero must not reach them.
+  if (t.path == AttentionPath::tiled && (!t.workgroup || !t.block_q || !t.block_k))
+    throw Error("attention configuration " + ops::describe(t) + " has a zero size");
+  if (t.path == AttentionPath::rows && !t.rows)
+    throw Error("attention configuration " + ops::describe(t) + " has no rows per lane");
+  return t;
+}
+
+std::string AttentionFamily::misfit(const DeviceInfo& info, const Config& c, const Problem& p) {
+  return attention_tiles_misfit(info, p.kernel, c, p.d_k, p.d_v);
 }
 
 }  // namespace vkf::ops

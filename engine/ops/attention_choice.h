@@ -5,6 +5,7 @@
 // fields win over both, field by field (engine/ops/attention.cpp), and the device-wide
 // OpOverrides::attention_rows over the path of both.
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "engine/device_info.h"
@@ -24,6 +25,18 @@ struct AttentionProblem {
   uint32_t d_k = 0, d_v = 0, len_q = 0, len_k = 0;
   bool causal = false;
 };
+
+// An attention problem with the batch and heads it runs at (the shape class leaves them out).
+struct AttentionWork {
+  AttentionProblem problem;
+  uint32_t batch = 1, heads = 1;
+};
+inline const AttentionProblem& problem_of(const AttentionWork& w) {
+  return w.problem;
+}
+inline AttentionProblem& problem_of(AttentionWork& w) {
+  return w.problem;
+}
 
 // "fwd", "bkv", "bq".
 const char* attention_kernel_short_name(AttentionKernel k);
@@ -49,5 +62,23 @@ struct AttentionChoice {
 // file imported by hand) is passed over, and `why` says so.
 AttentionChoice choose_attention(const DeviceInfo& info, const Tuning* tuning,
                                  const AttentionProblem& p);
+
+// The attention family as the tuning file and the tuner know it, a class for each kernel
+// (engine/ops/tuned_families.h).
+struct AttentionFamily {
+  using Problem = AttentionProblem;
+  using Work = AttentionWork;
+  using Config = AttentionTiles;
+  static constexpr const char* name = "attention";
+  static constexpr const char* title = "attention";
+  static std::string shape_class(const Problem& p) { return attention_shape_class(p); }
+  static std::string describe(const Config& c) { return ops::describe(c); }
+  static std::string dims(const Problem& p);  // "f32 fwd 64x64 32x32 causal"
+  static nlohmann::json problem_json(const Problem& p);
+  static Problem problem_of(const nlohmann::json& j);
+  static nlohmann::json config_json(const Config& c);
+  static Config config_of(const nlohmann::json& j);
+  static std::string misfit(const DeviceInfo& info, const Config& c, const Problem& p);
+};
 
 }  // namespace vkf::ops

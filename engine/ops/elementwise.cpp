@@ -22,6 +22,20 @@ constexpr uint32_t k_reduce_chunk = 8192;  // elements per partial in reduce_all
 
 }  // namespace
 
+const char* row_reads_name(RowKernelConfig::Reads r) {
+  return r == RowKernelConfig::Reads::texel     ? "texel"
+         : r == RowKernelConfig::Reads::storage ? "storage"
+                                                : "automatic";
+}
+
+RowKernelConfig::Reads parse_row_reads(const std::string& name, const char* family) {
+  if (name == "texel") return RowKernelConfig::Reads::texel;
+  if (name == "storage") return RowKernelConfig::Reads::storage;
+  if (!name.empty() && name != "automatic")
+    throw Error(std::string(family) + " reads '" + name + "' is not texel, storage or automatic");
+  return RowKernelConfig::Reads::automatic;
+}
+
 std::string workgroup_size_misfit(const DeviceInfo& info, uint32_t wg) {
   if (wg < 32 || wg > 1024 || (wg & (wg - 1)) != 0)
     return "workgroup size " + std::to_string(wg) + " is not a power of two in 32..1024";

@@ -24,6 +24,10 @@ struct RowKernelConfig {
   // times the view.
   enum class Reads { automatic, storage, texel } reads = Reads::automatic;
 };
+// "automatic", "storage", "texel": the reads in a tuning file.
+const char* row_reads_name(RowKernelConfig::Reads r);
+// `name` as reads ("" and "automatic": automatic); Error naming `family` for anything else.
+RowKernelConfig::Reads parse_row_reads(const std::string& name, const char* family);
 // Why `info`'s device cannot run a 1-D workgroup of `wg` invocations as the row kernels and Adam
 // take it (a power of two in 32..1024 within the device's limits); "" when it can.
 std::string workgroup_size_misfit(const DeviceInfo& info, uint32_t wg);

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <nlohmann/json.hpp>
 
+#include "engine/json_limits.h"
 #include "engine/tuning.h"
 
 namespace vkf::ops {
@@ -76,10 +78,9 @@ LayerNormChoice choose_layer_norm(const DeviceInfo& info, const Tuning* tuning,
   std::string passed_over;
   if (tuning) {
     const std::string cls = layer_norm_shape_class(p);
-    if (auto it = tuning->layer_norm.find(cls); it != tuning->layer_norm.end()) {
-      LayerNormConfig tuned = it->second;
-      if (tuned.reads == RowKernelConfig::Reads::automatic)
-        tuned.reads = RowKernelConfig::Reads::storage;
+    const auto& table = tuning->of<LayerNormFamily>();
+    if (auto it = table.find(cls); it != table.end()) {
+      const LayerNormConfig tuned = LayerNormFamily::as_run(it->second);
       const std::string misfit = layer_norm_config_misfit(info, tuned);
       if (misfit.empty())
         return {tuned, ConfigSource::tuned,
@@ -90,6 +91,47 @@ LayerNormChoice choose_layer_norm(const DeviceInfo& info, const Tuning* tuning,
   }
   const LayerNormConfig c = layer_norm_default_config(info, p.d);
   return {c, ConfigSource::table, "default: " + describe(c) + passed_over};
+}
+
+LayerNormConfig LayerNormFamily::as_run(Config c) {
+  if (c.reads == RowKernelConfig::Reads::automatic) c.reads = RowKernelConfig::Reads::storage;
+  return c;
+}
+
+std::string LayerNormFamily::dims(const Problem& p) {
+  return std::string(dtype_name(p.dtype)) + (p.backward ? " bwd " : " fwd ") +
+         std::to_string(p.rows) + "x" + std::to_string(p.d);
+}
+
+nlohmann::json LayerNormFamily::problem_json(const Problem& p) {
+  return {{"dtype", dtype_name(p.dtype)}, {"backward", p.backward}, {"rows", p.rows}, {"d", p.d}};
+}
+
+LayerNormProblem LayerNormFamily::problem_of(const nlohmann::json& j) {
+  return {storage_dtype_of(j.at("dtype").get<std::string>()), j.at("backward").get<bool>(),
+          json_field<uint32_t>(j, "rows"), json_field<uint32_t>(j, "d")};
+}
+
+nlohmann::json LayerNormFamily::config_json(const Config& c) {
+  return {{"reduce", row_reduce_name(c.reduce)},
+          {"workgroup_size", c.workgroup_size},
+          {"reads", row_reads_name(c.reads)}};
+}
+
+LayerNormConfig LayerNormFamily::config_of(const nlohmann::json& j) {
+  LayerNormConfig c;
+  c.workgroup_size = json_field<uint32_t>(j, "workgroup_size");
+  const std::string r = j.at("reduce").get<std::string>();
+  if (!parse_row_reduce(r, c.reduce) || c.reduce == RowReduce::automatic)
+    throw Error("LayerNorm reduction '" + r + "' is not shared, subgroup or subgroup_rows");
+  if (!c.workgroup_size) throw Error("LayerNorm workgroup size 0");
+  // Files written before the read path was tuned have none: the default's reads.
+  c.reads = parse_row_reads(j.value("reads", std::string()), "LayerNorm");
+  return c;
+}
+
+std::string LayerNormFamily::misfit(const DeviceInfo& info, const Config& c, const Problem&) {
+  return layer_norm_config_misfit(info, as_run(c));
 }
 
 }  // namespace vkf::ops

@@ -4,6 +4,7 @@
 // the device's tuning for the problem's shape class (engine/tuning.h) where it fits, else the
 // static rule (a subgroup per row on CPU devices and for short rows, else a workgroup per row).
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "engine/device_info.h"
@@ -54,5 +55,24 @@ struct LayerNormChoice {
 };
 LayerNormChoice choose_layer_norm(const DeviceInfo& info, const Tuning* tuning,
                                   const LayerNormProblem& p);
+
+// The LayerNorm family as the tuning file and the tuner know it (engine/ops/tuned_families.h).
+struct LayerNormFamily {
+  using Problem = LayerNormProblem;
+  using Work = LayerNormProblem;
+  using Config = LayerNormConfig;
+  static constexpr const char* name = "layer_norm";
+  static constexpr const char* title = "LayerNorm";
+  static std::string shape_class(const Problem& p) { return layer_norm_shape_class(p); }
+  static std::string describe(const Config& c) { return ops::describe(c); }
+  static std::string dims(const Problem& p);  // "f32 bwd 4096x512"
+  static nlohmann::json problem_json(const Problem& p);
+  static Problem problem_of(const nlohmann::json& j);
+  static nlohmann::json config_json(const Config& c);
+  static Config config_of(const nlohmann::json& j);
+  static std::string misfit(const DeviceInfo& info, const Config& c, const Problem& p);
+  // A configuration as it runs: an entry from before the reads were tuned reads storage.
+  static Config as_run(Config c);
+};
 
 }  // namespace vkf::ops

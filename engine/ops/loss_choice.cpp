@@ -1,5 +1,8 @@
 #include "engine/ops/loss_choice.h"
 
+#include <nlohmann/json.hpp>
+
+#include "engine/json_limits.h"
 #include "engine/tuning.h"
 
 namespace vkf::ops {
@@ -51,7 +54,8 @@ CrossEntropyChoice choose_cross_entropy(const DeviceInfo& info, const Tuning* tu
   std::string passed_over;
   if (tuning) {
     const std::string cls = cross_entropy_shape_class(p);
-    if (auto it = tuning->cross_entropy.find(cls); it != tuning->cross_entropy.end()) {
+    const auto& table = tuning->of<CrossEntropyFamily>();
+    if (auto it = table.find(cls); it != table.end()) {
       RowKernelConfig tuned = it->second;
       if (tuned.reads == RowKernelConfig::Reads::automatic)
         tuned.reads = row_kernel_default_config(info).reads;
@@ -65,6 +69,44 @@ CrossEntropyChoice choose_cross_entropy(const DeviceInfo& info, const Tuning* tu
   }
   const RowKernelConfig c = row_kernel_default_config(info);
   return {c, ConfigSource::table, "default: " + describe(c) + passed_over};
+}
+
+std::string CrossEntropyFamily::dims(const Problem& p) {
+  return std::string(dtype_name(p.dtype)) + " " + std::to_string(p.rows) + "x" +
+         std::to_string(p.vocab);
+}
+
+nlohmann::json CrossEntropyFamily::problem_json(const Problem& p) {
+  return {{"dtype", dtype_name(p.dtype)}, {"rows", p.rows}, {"vocab", p.vocab}};
+}
+
+CrossEntropyProblem CrossEntropyFamily::problem_of(const nlohmann::json& j) {
+  return {storage_dtype_of(j.at("dtype").get<std::string>()), json_field<uint32_t>(j, "rows"),
+          json_field<uint32_t>(j, "vocab")};
+}
+
+nlohmann::json CrossEntropyFamily::config_json(const Config& c) {
+  return {{"workgroup_size", c.workgroup_size},
+          {"subgroup", c.subgroup == RowKernelConfig::Subgroup::on    ? "on"
+                       : c.subgroup == RowKernelConfig::Subgroup::off ? "off"
+                                                                      : "automatic"},
+          {"reads", row_reads_name(c.reads)}};
+}
+
+RowKernelConfig CrossEntropyFamily::config_of(const nlohmann::json& j) {
+  RowKernelConfig c;
+  c.workgroup_size = json_field<uint32_t>(j, "workgroup_size");
+  const std::string sg = j.at("subgroup").get<std::string>();
+  if (sg == "on")
+    c.subgroup = RowKernelConfig::Subgroup::on;
+  else if (sg == "off")
+    c.subgroup = RowKernelConfig::Subgroup::off;
+  else
+    throw Error("cross-entropy subgroup '" + sg + "' is not on or off");
+  // Files written before the read path was tuned have none: the default's reads.
+  c.reads = parse_row_reads(j.value("reads", std::string()), "cross-entropy");
+  if (!c.workgroup_size) throw Error("cross-entropy workgroup size 0");
+  return c;
 }
 
 }  // namespace vkf::ops

@@ -4,6 +4,7 @@
 // device's tuning for the problem's shape class (engine/tuning.h) where it fits, else the
 // default (256 invocations, subgroup reductions where the device has subgroup arithmetic).
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "engine/device_info.h"
@@ -43,5 +44,25 @@ struct CrossEntropyChoice {
 };
 CrossEntropyChoice choose_cross_entropy(const DeviceInfo& info, const Tuning* tuning,
                                         const CrossEntropyProblem& p);
+
+// The cross-entropy family (the loss with its gradient) as the tuning file and the tuner know it
+// (engine/ops/tuned_families.h).
+struct CrossEntropyFamily {
+  using Problem = CrossEntropyProblem;
+  using Work = CrossEntropyProblem;
+  using Config = RowKernelConfig;
+  static constexpr const char* name = "cross_entropy";
+  static constexpr const char* title = "cross-entropy";
+  static std::string shape_class(const Problem& p) { return cross_entropy_shape_class(p); }
+  static std::string describe(const Config& c) { return ops::describe(c); }
+  static std::string dims(const Problem& p);  // "f32 4096x8000"
+  static nlohmann::json problem_json(const Problem& p);
+  static Problem problem_of(const nlohmann::json& j);
+  static nlohmann::json config_json(const Config& c);
+  static Config config_of(const nlohmann::json& j);
+  static std::string misfit(const DeviceInfo& info, const Config& c, const Problem&) {
+    return row_kernel_config_misfit(info, c);
+  }
+};
 
 }  // namespace vkf::ops

@@ -4,6 +4,7 @@
 // the caller forces (MatmulArgs::config); the device's tuning for the problem's shape class
 // (engine/tuning.h), where it fits; the static table's row (matmul_tuning.h).
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "engine/device.h"
@@ -53,5 +54,24 @@ MatmulChoice choose_matmul(const DeviceInfo& info, const Tuning* tuning, const M
 inline MatmulChoice choose_matmul(const Device& dev, const MatmulProblem& p) {
   return choose_matmul(dev.info(), dev.tuning(), p);
 }
+
+// The matmul family as the tuning file and the tuner know it (engine/ops/tuned_families.h).
+struct MatmulFamily {
+  using Problem = MatmulProblem;
+  using Work = MatmulProblem;
+  using Config = MatmulConfig;
+  static constexpr const char* name = "matmul";
+  static constexpr const char* title = "matmul";
+  static std::string shape_class(const Problem& p) { return matmul_shape_class(p); }
+  static std::string describe(const Config& c) { return c.describe(); }
+  static std::string dims(const Problem& p);  // "f32 01 512x512x2048 ws"
+  static nlohmann::json problem_json(const Problem& p);
+  static Problem problem_of(const nlohmann::json& j);
+  static nlohmann::json config_json(const Config& c);
+  static Config config_of(const nlohmann::json& j);
+  static std::string misfit(const DeviceInfo& info, const Config& c, const Problem& p) {
+    return tuned_matmul_misfit(c, info, p);
+  }
+};
 
 }  // namespace vkf::ops

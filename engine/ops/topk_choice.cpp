@@ -1,5 +1,8 @@
 #include "engine/ops/topk_choice.h"
 
+#include <nlohmann/json.hpp>
+
+#include "engine/json_limits.h"
 #include "engine/tuning.h"
 
 namespace vkf::ops {
@@ -63,7 +66,8 @@ TopKChoice choose_topk(const DeviceInfo& info, const Tuning* tuning, const TopKP
   std::string passed_over;
   if (tuning) {
     const std::string cls = topk_shape_class(p);
-    if (auto it = tuning->topk.find(cls); it != tuning->topk.end()) {
+    const auto& table = tuning->of<TopKFamily>();
+    if (auto it = table.find(cls); it != table.end()) {
       const std::string misfit = topk_config_misfit(info, it->second, p);
       if (misfit.empty())
         return {it->second, ConfigSource::tuned,
@@ -85,6 +89,48 @@ TopKChoice choose_topk(const DeviceInfo& info, const Tuning* tuning, const TopKP
               std::to_string(info.shared_memory_bytes) + " bytes of shared memory)";
   }
   return {c, ConfigSource::table, "default: " + describe(c) + smaller + passed_over};
+}
+
+std::string TopKFamily::dims(const Problem& p) {
+  return std::string(dtype_name(p.dtype)) + " " + std::to_string(p.rows) + "x" +
+         std::to_string(p.n) + " k" + std::to_string(p.k);
+}
+
+nlohmann::json TopKFamily::problem_json(const Problem& p) {
+  return {{"dtype", dtype_name(p.dtype)}, {"rows", p.rows}, {"n", p.n}, {"k", p.k}};
+}
+
+TopKProblem TopKFamily::problem_of(const nlohmann::json& j) {
+  return {storage_dtype_of(j.at("dtype").get<std::string>()), json_field<uint32_t>(j, "rows"),
+          json_field<uint32_t>(j, "n"), json_field<uint32_t>(j, "k")};
+}
+
+nlohmann::json TopKFamily::config_json(const Config& c) {
+  nlohmann::json j = {{"path", c.path == TopKPath::subgroup_rows ? "rows" : "chunks"},
+                      {"workgroup_size", c.workgroup_size}};
+  if (c.path == TopKPath::chunks) {
+    j["per_thread"] = c.per_thread;
+    j["prune"] = c.prune;
+  }
+  return j;
+}
+
+TopKConfig TopKFamily::config_of(const nlohmann::json& j) {
+  TopKConfig c;
+  const std::string path = j.at("path").get<std::string>();
+  if (path == "rows")
+    c.path = TopKPath::subgroup_rows;
+  else if (path == "chunks")
+    c.path = TopKPath::chunks;
+  else
+    throw Error("top-k path '" + path + "' is not rows or chunks");
+  c.workgroup_size = json_field<uint32_t>(j, "workgroup_size");
+  if (c.path == TopKPath::chunks) {
+    c.per_thread = json_field<uint32_t>(j, "per_thread");
+    c.prune = j.at("prune").get<bool>();
+  }
+  if (!c.workgroup_size) throw Error("top-k workgroup size 0");
+  return c;
 }
 
 }  // namespace vkf::ops

@@ -3,6 +3,7 @@
 // device's tuning for the problem's shape class (engine/tuning.h) where it fits, else the
 // default (chunks of 64 x 32 entries, pruned).
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "engine/device_info.h"
@@ -38,5 +39,25 @@ struct TopKChoice {
 // A path other than automatic is the caller's (forced).
 TopKChoice choose_topk(const DeviceInfo& info, const Tuning* tuning, const TopKProblem& p,
                        const TopKConfig& requested = {});
+
+// The top-k family (the beam search's selection) as the tuning file and the tuner know it
+// (engine/ops/tuned_families.h).
+struct TopKFamily {
+  using Problem = TopKProblem;
+  using Work = TopKProblem;
+  using Config = TopKConfig;
+  static constexpr const char* name = "topk";
+  static constexpr const char* title = "top-k";
+  static std::string shape_class(const Problem& p) { return topk_shape_class(p); }
+  static std::string describe(const Config& c) { return ops::describe(c); }
+  static std::string dims(const Problem& p);  // "f32 128x8000 k8"
+  static nlohmann::json problem_json(const Problem& p);
+  static Problem problem_of(const nlohmann::json& j);
+  static nlohmann::json config_json(const Config& c);
+  static Config config_of(const nlohmann::json& j);
+  static std::string misfit(const DeviceInfo& info, const Config& c, const Problem& p) {
+    return topk_config_misfit(info, c, p);
+  }
+};
 
 }  // namespace vkf::ops

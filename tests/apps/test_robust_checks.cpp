@@ -44,7 +44,7 @@ vkf::TuningFile everywhere(const vkf::ops::MatmulConfig& c) {
               e.default_name = "fallback";
               e.default_seconds = e.seconds = 1e-3;
               e.tried = 1;
-              f.matmul.push_back(e);
+              f.of<vkf::ops::MatmulFamily>().push_back(e);
             }
   return f;
 }
@@ -106,7 +106,8 @@ TEST_CASE(
   CHECK(r.status == 0);
   CHECK_THAT(r.err, Catch::Contains("dropped matmul f32/ab/m16/n16/k16 (wg64 64x64x8 t4x4") &&
                         Catch::Contains("0 entries passed their checks, 512 dropped"));
-  CHECK(vkf::read_tuning_file((dir / "imported.json").string()).matmul.empty());
+  CHECK(
+      vkf::read_tuning_file((dir / "imported.json").string()).of<vkf::ops::MatmulFamily>().empty());
 }
 
 TEST_CASE(
@@ -125,7 +126,7 @@ TEST_CASE(
   e.default_name = "cpu_direct";
   e.default_seconds = e.seconds = 1e-3;
   e.tried = 1;
-  f.matmul.push_back(e);
+  f.of<vkf::ops::MatmulFamily>().push_back(e);
   const fs::path file = dir / "one.json";
   vkf::write_tuning_file(file.string(), f);
   std::ofstream(dir / "in.txt") << "a small test\n";
@@ -141,7 +142,7 @@ TEST_CASE(
   CHECK_THAT(r.err, Catch::Contains("dropped matmul f32/") &&
                         Catch::Contains("wrong against the reference") &&
                         Catch::Contains("0 entries passed their checks, 1 dropped"));
-  CHECK(vkf::read_tuning_file(imported.string()).matmul.empty());
+  CHECK(vkf::read_tuning_file(imported.string()).of<vkf::ops::MatmulFamily>().empty());
 
   // The entry as it is: checked on first use (the failure above was not remembered), then known.
   const std::string cmd = cache + k_vkf + " translate --model " +

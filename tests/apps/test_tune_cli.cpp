@@ -27,7 +27,8 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   CHECK_THAT(r.out, Catch::Contains("speed-up"));
   CHECK_THAT(r.err, Catch::Contains("wrote " + file.string()));
   const vkf::TuningFile f = vkf::read_tuning_file(file.string());
-  CHECK(!f.matmul.empty());  // the first family: its first class is always searched
+  CHECK(!f.of<vkf::ops::MatmulFamily>()
+             .empty());  // the first family: its first class is always searched
   auto check_entries = [](const auto& entries) {
     for (const auto& t : entries) {
       CHECK(t.tried >= 1);
@@ -35,12 +36,12 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
       CHECK(t.seconds <= t.default_seconds);
     }
   };
-  check_entries(f.matmul);
-  check_entries(f.attention);
-  check_entries(f.layer_norm);
-  check_entries(f.cross_entropy);
-  check_entries(f.topk);
-  check_entries(f.adam);
+  check_entries(f.of<vkf::ops::MatmulFamily>());
+  check_entries(f.of<vkf::ops::AttentionFamily>());
+  check_entries(f.of<vkf::ops::LayerNormFamily>());
+  check_entries(f.of<vkf::ops::CrossEntropyFamily>());
+  check_entries(f.of<vkf::ops::TopKFamily>());
+  check_entries(f.of<vkf::ops::AdamFamily>());
   // Every family the model runs (decoding's top-k at translate's defaults too): in the summary's
   // table, or among the classes the budget left.
   for (const char* family : {"attention ", "layer_norm ", "cross_entropy ", "topk ", "adam "})
@@ -81,12 +82,15 @@ TEST_CASE("vkf tune writes a tuning file that vkf train runs, and says so", "[ap
   r = run_shell(cache + k_vkf + " tune --export " + (dir / "out.json").string());
   CHECK(r.status == 0);
   const vkf::TuningFile exported = vkf::read_tuning_file((dir / "out.json").string());
-  CHECK(exported.matmul.size() == f.matmul.size());
-  CHECK(exported.attention.size() == f.attention.size());
-  CHECK(exported.layer_norm.size() == f.layer_norm.size());
-  CHECK(exported.cross_entropy.size() == f.cross_entropy.size());
-  CHECK(exported.topk.size() == f.topk.size());
-  CHECK(exported.adam.size() == f.adam.size());
+  CHECK(exported.of<vkf::ops::MatmulFamily>().size() == f.of<vkf::ops::MatmulFamily>().size());
+  CHECK(exported.of<vkf::ops::AttentionFamily>().size() ==
+        f.of<vkf::ops::AttentionFamily>().size());
+  CHECK(exported.of<vkf::ops::LayerNormFamily>().size() ==
+        f.of<vkf::ops::LayerNormFamily>().size());
+  CHECK(exported.of<vkf::ops::CrossEntropyFamily>().size() ==
+        f.of<vkf::ops::CrossEntropyFamily>().size());
+  CHECK(exported.of<vkf::ops::TopKFamily>().size() == f.of<vkf::ops::TopKFamily>().size());
+  CHECK(exported.of<vkf::ops::AdamFamily>().size() == f.of<vkf::ops::AdamFamily>().size());
   r = run_shell(cache + k_vkf + " tune --import " + stale.string());
   CHECK(r.status != 0);
   CHECK_THAT(r.err, Catch::Contains("does not apply"));
@@ -119,19 +123,20 @@ TEST_CASE("vkf train --tune auto tunes on a new device, then vkf translate reuse
     if (e.path().string().ends_with(".tuning.json")) files.push_back(e.path());
   REQUIRE(files.size() == 1);
   const vkf::TuningFile f = vkf::read_tuning_file(files[0].string());
-  REQUIRE(!f.matmul.empty());  // the first family's first class is always searched
-  for (const auto& t : f.matmul) CHECK(t.shape.dtype == vkf::DType::f32);
+  REQUIRE(!f.of<vkf::ops::MatmulFamily>()
+               .empty());  // the first family's first class is always searched
+  for (const auto& t : f.of<vkf::ops::MatmulFamily>()) CHECK(t.shape.dtype == vkf::DType::f32);
   // The loss's shape has the vocabulary's size. Where the budget ran out before the loss (the
   // sanitizer build's host code is several times slower), the class left at its default is named.
   const uint32_t vocab =
       uint32_t(vkf::model::Tokenizer::load(vkf::test::small_corpus().vocab.string()).vocab_size());
-  if (f.cross_entropy.empty()) {
+  if (f.of<vkf::ops::CrossEntropyFamily>().empty()) {
     CHECK_THAT(r.err, Catch::Contains("budget spent;") &&
                           Catch::Contains("cross_entropy " + vkf::ops::cross_entropy_shape_class(
                                                                  {vkf::DType::f32, 1, vocab})));
   } else {
-    REQUIRE(f.cross_entropy.size() == 1);
-    CHECK(f.cross_entropy[0].shape.vocab == vocab);
+    REQUIRE(f.of<vkf::ops::CrossEntropyFamily>().size() == 1);
+    CHECK(f.of<vkf::ops::CrossEntropyFamily>()[0].shape.vocab == vocab);
   }
 
   // The next command on this device reads the file instead of tuning again.

@@ -191,7 +191,7 @@ VKF_TEST_CASE("split-k matmuls decode what unsplit ones do", "[decode][split]") 
           const ops::MatmulProblem p{dtype, false, true, m, n, k};
           ops::MatmulConfig cfg = ops::choose_matmul(split->info(), nullptr, p).config;
           cfg.split_k = 3;
-          tuning->matmul[ops::matmul_shape_class(p)] = cfg;
+          tuning->of<ops::MatmulFamily>()[ops::matmul_shape_class(p)] = cfg;
         }
   split->set_tuning(tuning);
   DeviceOptions never;

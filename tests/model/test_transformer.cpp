@@ -207,7 +207,7 @@ VKF_TEST_CASE("split-k gradient matmuls give the gradients of unsplit ones",
         const ops::MatmulProblem p{DType::f32, true, false, m, n, k};
         ops::MatmulConfig cfg = ops::choose_matmul(info, nullptr, p).config;
         cfg.split_k = 5;
-        tuning->matmul[ops::matmul_shape_class(p)] = cfg;
+        tuning->of<ops::MatmulFamily>()[ops::matmul_shape_class(p)] = cfg;
       }
   auto tuned = test::new_device();
   tuned->set_tuning(tuning);

@@ -56,9 +56,9 @@ VKF_TEST_CASE("a tuned run trains bit-identically to an untuned one with the sam
             ops::MatmulConfig c = ops::choose_matmul(info, nullptr, p).config;
             c.name = "tuned " + c.name;
             c.texel = flipped;
-            tuning->matmul[ops::matmul_shape_class(p)] = c;
+            tuning->of<ops::MatmulFamily>()[ops::matmul_shape_class(p)] = c;
           }
-  REQUIRE(tuning->matmul.size() == 4 * 64);
+  REQUIRE(tuning->of<ops::MatmulFamily>().size() == 4 * 64);
 
   // Attention: on a CPU device the tiled path (with its default tiles) where the untuned run
   // takes the rows path; on a GPU the tiled path is the default already. Every class the model
@@ -72,20 +72,20 @@ VKF_TEST_CASE("a tuned run trains bit-identically to an untuned one with the sam
         for (uint32_t lk : lens) {
           ops::AttentionTiles t = ops::attention_default_tiles(info, kernel, 16, 16);
           t.path = ops::AttentionPath::tiled;
-          tuning->attention[ops::attention_shape_class(
+          tuning->of<ops::AttentionFamily>()[ops::attention_shape_class(
               {DType::f32, kernel, 16, 16, lq, lk, causal})] = t;
         }
   // LayerNorm (d_model 32) and the loss: their defaults, as tuned entries.
   for (bool backward : {false, true})
-    tuning->layer_norm[ops::layer_norm_shape_class({DType::f32, backward, 1, 32})] =
+    tuning->of<ops::LayerNormFamily>()[ops::layer_norm_shape_class({DType::f32, backward, 1, 32})] =
         ops::layer_norm_default_config(info, 32);
   const uint32_t vocab = 300;  // the small corpus's vocabulary (tests/support/small_corpus.h)
-  tuning->cross_entropy[ops::cross_entropy_shape_class({DType::f32, 1, vocab})] =
+  tuning->of<ops::CrossEntropyFamily>()[ops::cross_entropy_shape_class({DType::f32, 1, vocab})] =
       ops::row_kernel_default_config(info);
 
   // Adam: its default, as tuned entries for every parameter-count class.
   for (uint32_t n : {1u, 1u << 17, 1u << 21, 1u << 25})
-    tuning->adam[ops::adam_shape_class({n})] = ops::adam_default_config(info);
+    tuning->of<ops::AdamFamily>()[ops::adam_shape_class({n})] = ops::adam_default_config(info);
 
   auto tuned = test::new_device();
   tuned->set_tuning(tuning);

@@ -257,10 +257,10 @@ VKF_TEST_CASE("adam runs the tuned configuration of its shape class", "[shaders]
   t.shape_class = ops::adam_shape_class({n});
   t.shape = {n};
   t.config = texel;
-  file.adam.push_back(t);
+  file.of<ops::AdamFamily>().push_back(t);
   t.shape_class = ops::adam_shape_class({n << 12});
   t.config.workgroup_size = 2048;  // more than any device runs
-  file.adam.push_back(t);
+  file.of<ops::AdamFamily>().push_back(t);
   const ops::AdamConfig fallback = ops::adam_default_config(dev->info());
   CHECK(ops::choose_adam_config(*dev, {n}) == fallback);
   dev->set_tuning(make_tuning(file, "test"));

@@ -23,13 +23,8 @@
 #include "tests/support/fake_devices.h"
 #include "tests/support/small_corpus.h"
 #include "tests/support/vk_test.h"
-#include "tune/attention_candidates.h"
-#include "tune/attention_check.h"
-#include "tune/family_tuners.h"
-#include "tune/matmul_candidates.h"
+#include "tune/families.h"
 #include "tune/model_tuner.h"
-#include "tune/row_candidates.h"
-#include "tune/row_checks.h"
 
 using namespace vkf;
 
@@ -116,10 +111,10 @@ TEST_CASE("attention, LayerNorm and cross-entropy choices: tuned or the default,
 
   Tuning tuning;
   tuning.origin = "test";
-  tuning.attention[ops::attention_shape_class(fwd)] =
+  tuning.of<ops::AttentionFamily>()[ops::attention_shape_class(fwd)] =
       tiled_default(cpu, ops::AttentionKernel::forward, 64);
-  tuning.layer_norm["f32/fwd/d512"] = {128, ops::RowReduce::shared};
-  tuning.cross_entropy["f32/v16k"] = {128, ops::RowKernelConfig::Subgroup::off};
+  tuning.of<ops::LayerNormFamily>()["f32/fwd/d512"] = {128, ops::RowReduce::shared};
+  tuning.of<ops::CrossEntropyFamily>()["f32/v16k"] = {128, ops::RowKernelConfig::Subgroup::off};
   const ops::AttentionChoice ta = ops::choose_attention(cpu, &tuning, fwd);
   CHECK(ta.source == ops::ConfigSource::tuned);
   CHECK(ta.tiles.path == ops::AttentionPath::tiled);
@@ -127,7 +122,7 @@ TEST_CASE("attention, LayerNorm and cross-entropy choices: tuned or the default,
   // A rows-path entry comes with the default's tiles, for a caller that switches the path.
   const ops::AttentionProblem bq{DType::f32, ops::AttentionKernel::backward_q, 64, 64, 30, 30,
                                  false};
-  tuning.attention[ops::attention_shape_class(bq)] = {
+  tuning.of<ops::AttentionFamily>()[ops::attention_shape_class(bq)] = {
       0, 0, 0, ops::AttentionPath::rows, 3, Unroll::rolled};
   const ops::AttentionChoice tr = ops::choose_attention(cpu, &tuning, bq);
   CHECK(tr.source == ops::ConfigSource::tuned);
@@ -146,7 +141,7 @@ TEST_CASE("attention, LayerNorm and cross-entropy choices: tuned or the default,
   // An entry from before the reads were tuned reads the default's way (storage buffers).
   CHECK(tl.config ==
         ops::LayerNormConfig{128, ops::RowReduce::shared, ops::RowKernelConfig::Reads::storage});
-  tuning.layer_norm["f32/fwd/d512"].reads = ops::RowKernelConfig::Reads::texel;
+  tuning.of<ops::LayerNormFamily>()["f32/fwd/d512"].reads = ops::RowKernelConfig::Reads::texel;
   CHECK(ops::choose_layer_norm(cpu, &tuning, {DType::f32, false, 7, 400}).config.reads ==
         ops::RowKernelConfig::Reads::texel);
   CHECK(ops::choose_layer_norm(cpu, &tuning, {DType::f32, true, 7, 400}).source ==
@@ -229,8 +224,8 @@ VKF_TEST_CASE("attention, LayerNorm and cross-entropy run the device's tuning, f
   ops::AttentionBackwardArgs forced = g;
   for (auto kernel : {ops::AttentionKernel::forward, ops::AttentionKernel::backward_kv,
                       ops::AttentionKernel::backward_q})
-    tuning->attention[ops::attention_shape_class({DType::f32, kernel, D, D, L, L, true})] =
-        other_path(kernel);
+    tuning->of<ops::AttentionFamily>()[ops::attention_shape_class(
+        {DType::f32, kernel, D, D, L, L, true})] = other_path(kernel);
   forced.fwd.tiles = other_path(ops::AttentionKernel::forward);
   forced.tiles_kv = other_path(ops::AttentionKernel::backward_kv);
   forced.tiles_q = other_path(ops::AttentionKernel::backward_q);
@@ -257,7 +252,7 @@ VKF_TEST_CASE("attention, LayerNorm and cross-entropy run the device's tuning, f
     auto tiled_dev = test::new_device(tiled_opts);
     auto rows_tuning = std::make_shared<Tuning>();
     rows_tuning->origin = "test";
-    rows_tuning->attention[ops::attention_shape_class(
+    rows_tuning->of<ops::AttentionFamily>()[ops::attention_shape_class(
         {DType::f32, ops::AttentionKernel::forward, D, D, L, L, true})] = {
         0, 0, 0, ops::AttentionPath::rows, 2, Unroll::rolled};
     tiled_dev->set_tuning(rows_tuning);
@@ -298,7 +293,8 @@ VKF_TEST_CASE("attention, LayerNorm and cross-entropy run the device's tuning, f
                                  ops::RowKernelConfig::Reads::texel}
           : ops::LayerNormConfig{32, ops::RowReduce::shared, ops::RowKernelConfig::Reads::texel};
   const auto norm_untuned = run_norm(f);
-  tuning->layer_norm[ops::layer_norm_shape_class({DType::f32, false, rows, d})] = other;
+  tuning->of<ops::LayerNormFamily>()[ops::layer_norm_shape_class({DType::f32, false, rows, d})] =
+      other;
   dev->set_tuning(tuning);
   const auto norm_tuned = run_norm(f);
   CHECK(norm_tuned.first != norm_untuned.first);
@@ -339,7 +335,8 @@ VKF_TEST_CASE("attention, LayerNorm and cross-entropy run the device's tuning, f
   };
   const ops::RowKernelConfig ce_other{128, ops::RowKernelConfig::Subgroup::off};
   const auto ce_untuned = run_ce(ce);
-  tuning->cross_entropy[ops::cross_entropy_shape_class({DType::f32, rows, vocab})] = ce_other;
+  tuning->of<ops::CrossEntropyFamily>()[ops::cross_entropy_shape_class({DType::f32, rows, vocab})] =
+      ce_other;
   dev->set_tuning(tuning);
   const auto ce_tuned = run_ce(ce);
   CHECK(ce_tuned.first == std::vector<std::string>{"cross_entropy"});
@@ -465,33 +462,39 @@ VKF_TEST_CASE("model tuner: every family within the budget, and a spent budget s
               "[shaders][tune]") {
   auto dev = test::new_device();
   tune::TuneShapes shapes;
-  shapes.matmul = {{DType::f32, false, true, 40, 24, 16}, {DType::f32, false, true, 41, 25, 15}};
-  shapes.attention = {{{DType::f32, ops::AttentionKernel::forward, 8, 8, 20, 20, true}, 1, 2}};
-  shapes.layer_norm = {{DType::f32, false, 40, 24}, {DType::f32, true, 40, 24}};
-  shapes.cross_entropy = {{DType::f32, 40, 100}};
-  shapes.topk = {{DType::f32, 8, 300, 10}};
-  shapes.adam = {{5000}};
+  shapes.of<ops::MatmulFamily>() = {{DType::f32, false, true, 40, 24, 16},
+                                    {DType::f32, false, true, 41, 25, 15}};
+  shapes.of<ops::AttentionFamily>() = {
+      {{DType::f32, ops::AttentionKernel::forward, 8, 8, 20, 20, true}, 1, 2}};
+  shapes.of<ops::LayerNormFamily>() = {{DType::f32, false, 40, 24}, {DType::f32, true, 40, 24}};
+  shapes.of<ops::CrossEntropyFamily>() = {{DType::f32, 40, 100}};
+  shapes.of<ops::TopKFamily>() = {{DType::f32, 8, 300, 10}};
+  shapes.of<ops::AdamFamily>() = {{5000}};
   std::vector<std::string> names;
-  for (auto c : tune::matmul_candidates(dev->info(), shapes.matmul[0]))
+  for (auto c : tune::matmul_candidates(dev->info(), shapes.of<ops::MatmulFamily>()[0]))
     names.push_back(c.describe());
-  for (auto s : described(tune::attention_candidates(dev->info(), shapes.attention[0].problem)))
+  for (auto s : described(
+           tune::attention_candidates(dev->info(), shapes.of<ops::AttentionFamily>()[0].problem)))
     names.push_back(s);
-  for (auto s : described(tune::layer_norm_candidates(dev->info(), shapes.layer_norm[0])))
-    names.push_back(s);
-  for (auto s : described(tune::cross_entropy_candidates(dev->info(), shapes.cross_entropy[0])))
-    names.push_back(s);
-  for (auto s : described(tune::topk_candidates(dev->info(), shapes.topk[0]))) names.push_back(s);
   for (auto s :
-       described(tune::adam_candidates(dev->info(), std::min(shapes.adam[0].n, 16u << 20))))
+       described(tune::layer_norm_candidates(dev->info(), shapes.of<ops::LayerNormFamily>()[0])))
+    names.push_back(s);
+  for (auto s : described(
+           tune::cross_entropy_candidates(dev->info(), shapes.of<ops::CrossEntropyFamily>()[0])))
+    names.push_back(s);
+  for (auto s : described(tune::topk_candidates(dev->info(), shapes.of<ops::TopKFamily>()[0])))
+    names.push_back(s);
+  for (auto s : described(tune::adam_candidates(
+           dev->info(), std::min(shapes.of<ops::AdamFamily>()[0].n, 16u << 20))))
     names.push_back(s);
   FakeTimer timer(names, {});
   const tune::TuneReport all = tune::tune_model(*dev, shapes, timer, short_search(2));
-  CHECK(all.file.matmul.size() == 1);  // one shape class
-  CHECK(all.file.attention.size() == 1);
-  CHECK(all.file.layer_norm.size() == 2);
-  CHECK(all.file.cross_entropy.size() == 1);
-  CHECK(all.file.topk.size() == 1);
-  CHECK(all.file.adam.size() == 1);
+  CHECK(all.file.of<ops::MatmulFamily>().size() == 1);  // one shape class
+  CHECK(all.file.of<ops::AttentionFamily>().size() == 1);
+  CHECK(all.file.of<ops::LayerNormFamily>().size() == 2);
+  CHECK(all.file.of<ops::CrossEntropyFamily>().size() == 1);
+  CHECK(all.file.of<ops::TopKFamily>().size() == 1);
+  CHECK(all.file.of<ops::AdamFamily>().size() == 1);
   CHECK(all.skipped.empty());
 
   // Nothing left of the budget: no class is searched, each is named.
@@ -500,7 +503,7 @@ VKF_TEST_CASE("model tuner: every family within the budget, and a spent budget s
   FakeTimer idle(names, {});
   const tune::TuneReport spent = tune::tune_model(*dev, shapes, idle, none);
   CHECK(idle.calls == 0);
-  CHECK(spent.file.matmul.empty());
+  CHECK(spent.file.of<ops::MatmulFamily>().empty());
   CHECK(spent.skipped.size() == 7);
   CHECK_THAT(spent.skipped.front(), Catch::Contains("matmul f32/abt/m128/n128/k16"));
   CHECK_THAT(spent.skipped.back(), Catch::Contains("adam f32/n64k"));
@@ -570,12 +573,12 @@ VKF_TEST_CASE("Adam tuner: the fastest correct configuration wins, Adam then run
   const std::filesystem::path dir = test::temp_dir("tuning_file_adam");
   TuningFile f;
   f.key = TuningKey::of(dev->info());
-  f.adam.push_back(r);
+  f.of<ops::AdamFamily>().push_back(r);
   const std::string path = (dir / "t.tuning.json").string();
   write_tuning_file(path, f);
   const TuningFile back = read_tuning_file(path);
-  REQUIRE(back.adam.size() == 1);
-  CHECK(back.adam[0].config == r.config);
+  REQUIRE(back.of<ops::AdamFamily>().size() == 1);
+  CHECK(back.of<ops::AdamFamily>()[0].config == r.config);
   CHECK(ops::choose_adam_config(*dev, p) == cands[0]);
   dev->set_tuning(make_tuning(back, path));
   std::string why;
@@ -588,7 +591,7 @@ VKF_TEST_CASE("Adam tuner: the fastest correct configuration wins, Adam then run
   nlohmann::json old = nlohmann::json::parse(std::ifstream(path));
   old["adam"][0]["config"] = {{"workgroup_size", 512}};
   std::ofstream(path) << old.dump();
-  CHECK(read_tuning_file(path).adam.empty());
+  CHECK(read_tuning_file(path).of<ops::AdamFamily>().empty());
   old["adam"][0]["config"] = {{"workgroup_size", 512}, {"elems", 2}, {"reads", "gather"}};
   std::ofstream(path) << old.dump();
   CHECK_THROWS_WITH(read_tuning_file(path), Catch::Contains("Adam reads 'gather'"));
@@ -637,13 +640,13 @@ VKF_TEST_CASE("top-k tuner: candidates, the fastest correct one wins, a wrong on
   const std::filesystem::path dir = test::temp_dir("tuning_file_topk");
   TuningFile f;
   f.key = TuningKey::of(dev->info());
-  f.topk.push_back(r);
+  f.of<ops::TopKFamily>().push_back(r);
   const std::string path = (dir / "t.tuning.json").string();
   write_tuning_file(path, f);
   const TuningFile back = read_tuning_file(path);
-  REQUIRE(back.topk.size() == 1);
-  CHECK(ops::describe(back.topk[0].config) == ops::describe(r.config));
-  CHECK(back.topk[0].shape.k == 10);
+  REQUIRE(back.of<ops::TopKFamily>().size() == 1);
+  CHECK(ops::describe(back.of<ops::TopKFamily>()[0].config) == ops::describe(r.config));
+  CHECK(back.of<ops::TopKFamily>()[0].shape.k == 10);
   const auto tuning = make_tuning(back, path);
   dev->set_tuning(tuning);
   const ops::TopKChoice choice = ops::choose_topk(dev->info(), dev->tuning(), small);
@@ -665,34 +668,35 @@ TEST_CASE("tuning file: attention, LayerNorm and cross-entropy entries round-tri
   a.default_name = "rows4 unrolled";
   a.default_seconds = 0.5, a.seconds = 0.25, a.tried = 9, a.untried = 4;
   a.rejected = {{"rows8 rolled", "dK wrong at element 3"}};
-  f.attention.push_back(a);
+  f.of<ops::AttentionFamily>().push_back(a);
   TunedLayerNorm l;
   l.shape = {DType::f32, true, 4096, 512};
   l.shape_class = ops::layer_norm_shape_class(l.shape);
   l.config = {128, ops::RowReduce::subgroup, ops::RowKernelConfig::Reads::texel};
-  f.layer_norm.push_back(l);
+  f.of<ops::LayerNormFamily>().push_back(l);
   TunedCrossEntropy c;
   c.shape = {DType::f32, 4096, 8000};
   c.shape_class = ops::cross_entropy_shape_class(c.shape);
   c.config = {512, ops::RowKernelConfig::Subgroup::off, ops::RowKernelConfig::Reads::texel};
-  f.cross_entropy.push_back(c);
+  f.of<ops::CrossEntropyFamily>().push_back(c);
   const std::string path = (dir / "t.tuning.json").string();
   write_tuning_file(path, f);
   const TuningFile back = read_tuning_file(path);
-  REQUIRE(back.attention.size() == 1);
-  CHECK(ops::same_kernel(back.attention[0].config, a.config));
-  CHECK(back.attention[0].shape_class == "f16/bkv/d64/full/q64/k64");
-  CHECK(back.attention[0].rejected == a.rejected);
-  CHECK(back.attention[0].untried == 4);
-  CHECK(back.attention[0].seconds == 0.25);
-  REQUIRE(back.layer_norm.size() == 1);
-  CHECK(back.layer_norm[0].config == l.config);
-  REQUIRE(back.cross_entropy.size() == 1);
-  CHECK(ops::same_kernel(back.cross_entropy[0].config, c.config));  // the read path included
+  REQUIRE(back.of<ops::AttentionFamily>().size() == 1);
+  CHECK(ops::same_kernel(back.of<ops::AttentionFamily>()[0].config, a.config));
+  CHECK(back.of<ops::AttentionFamily>()[0].shape_class == "f16/bkv/d64/full/q64/k64");
+  CHECK(back.of<ops::AttentionFamily>()[0].rejected == a.rejected);
+  CHECK(back.of<ops::AttentionFamily>()[0].untried == 4);
+  CHECK(back.of<ops::AttentionFamily>()[0].seconds == 0.25);
+  REQUIRE(back.of<ops::LayerNormFamily>().size() == 1);
+  CHECK(back.of<ops::LayerNormFamily>()[0].config == l.config);
+  REQUIRE(back.of<ops::CrossEntropyFamily>().size() == 1);
+  CHECK(ops::same_kernel(back.of<ops::CrossEntropyFamily>()[0].config,
+                         c.config));  // the read path included
   const auto tuning = make_tuning(back, path);
-  CHECK(tuning->attention.count(a.shape_class) == 1);
-  CHECK(tuning->layer_norm.at("f32/bwd/d512") == l.config);
-  CHECK(tuning->cross_entropy.count("f32/v16k") == 1);
+  CHECK(tuning->of<ops::AttentionFamily>().count(a.shape_class) == 1);
+  CHECK(tuning->of<ops::LayerNormFamily>().at("f32/bwd/d512") == l.config);
+  CHECK(tuning->of<ops::CrossEntropyFamily>().count("f32/v16k") == 1);
 
   // A hand-edited entry whose class is not its shape's, or with a zero size, is malformed.
   std::string text;
@@ -720,7 +724,8 @@ TEST_CASE("tuning file: attention, LayerNorm and cross-entropy entries round-tri
   // A LayerNorm entry from before the reads were tuned has none: the default's, when chosen.
   const TuningFile old =
       read_tuning_file(edited("\"reads\": \"texel\",\n        \"reduce\"", "\"reduce\""));
-  CHECK(old.layer_norm.at(0).config.reads == ops::RowKernelConfig::Reads::automatic);
+  CHECK(old.of<ops::LayerNormFamily>().at(0).config.reads ==
+        ops::RowKernelConfig::Reads::automatic);
 }
 
 TEST_CASE(

@@ -377,7 +377,7 @@ VKF_TEST_CASE(
   auto tuning = std::make_shared<Tuning>();
   tuning->origin = "test";
   const ops::LayerNormConfig def = ops::layer_norm_default_config(dev->info(), d);
-  tuning->layer_norm[ops::layer_norm_shape_class({DType::f32, false, rows, d})] = {
+  tuning->of<ops::LayerNormFamily>()[ops::layer_norm_shape_class({DType::f32, false, rows, d})] = {
       def.workgroup_size, def.reduce, ops::RowKernelConfig::Reads::texel};
   dev->set_tuning(tuning);
   const auto texel = run(f);

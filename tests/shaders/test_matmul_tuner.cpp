@@ -13,13 +13,20 @@
 #include "tests/support/fake_devices.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/vk_test.h"
-#include "tune/matmul_candidates.h"
-#include "tune/matmul_check.h"
-#include "tune/matmul_tuner.h"
+#include "tune/matmul_family.h"
+#include "tune/model_tuner.h"
 
 using namespace vkf;
 
 namespace {
+
+// One shape's search within options.budget_seconds, as `vkf tune` runs it.
+TuningFile tune_one(Device& dev, const ops::MatmulProblem& p, tune::Timer& timer,
+                    const tune::TunerOptions& options) {
+  ops::OpProblems problems;
+  problems.of<ops::MatmulFamily>().push_back(p);
+  return tune::tune_model(dev, problems, timer, options).file;
+}
 
 DeviceInfo cpu_info(uint32_t subgroup) {
   return test::fake_cpu_info(subgroup);
@@ -73,7 +80,7 @@ TEST_CASE("matmul choice: forced, tuned or the table's row, and why", "[shaders]
 
   Tuning tuning;
   tuning.origin = "test";
-  tuning.matmul[ops::matmul_shape_class(p)] = narrow_direct();
+  tuning.of<ops::MatmulFamily>()[ops::matmul_shape_class(p)] = narrow_direct();
   const ops::MatmulChoice tuned = ops::choose_matmul(cpu, &tuning, p);
   CHECK(tuned.source == ops::MatmulSource::tuned);
   CHECK(tuned.config.same_kernel(narrow_direct()));
@@ -82,7 +89,7 @@ TEST_CASE("matmul choice: forced, tuned or the table's row, and why", "[shaders]
   CHECK(ops::choose_matmul(cpu, &tuning, {DType::f32, false, true, 8, 1024, 1024}).source ==
         ops::MatmulSource::table);
   // A tuned entry this device cannot run is passed over, saying why.
-  tuning.matmul[ops::matmul_shape_class(p)] = ops::matmul_config("khr_coopmat");
+  tuning.of<ops::MatmulFamily>()[ops::matmul_shape_class(p)] = ops::matmul_config("khr_coopmat");
   const ops::MatmulChoice over = ops::choose_matmul(cpu, &tuning, p);
   CHECK(over.source == ops::MatmulSource::table);
   CHECK(over.config.name == "cpu_direct");
@@ -207,7 +214,7 @@ VKF_TEST_CASE("matmul runs the device's tuning for the shape class", "[shaders][
   CHECK(run(nullptr).first == std::vector<std::string>{usual});
   auto tuning = std::make_shared<Tuning>();
   tuning->origin = "test";
-  tuning->matmul[ops::matmul_shape_class({DType::f32, false, true, m, n, k})] = x;
+  tuning->of<ops::MatmulFamily>()[ops::matmul_shape_class({DType::f32, false, true, m, n, k})] = x;
   dev->set_tuning(tuning);
   const auto tuned = run(nullptr);
   CHECK(tuned.first == std::vector<std::string>{flipped});
@@ -237,9 +244,9 @@ VKF_TEST_CASE("tuner: the fastest correct candidate wins, by a fake timer",
   options.max_candidates = 6;
   options.budget_seconds = 600;
   FakeTimer timer(cands, {{0, 1.0}, {2, 0.7}, {4, 0.5}, {5, 0.6}});
-  const TuningFile f = tune::tune_matmuls(*dev, std::span(&p, 1), timer, options);
-  REQUIRE(f.matmul.size() == 1);
-  const TunedMatmul& t = f.matmul[0];
+  const TuningFile f = tune_one(*dev, p, timer, options);
+  REQUIRE(f.of<ops::MatmulFamily>().size() == 1);
+  const TunedMatmul& t = f.of<ops::MatmulFamily>()[0];
   CHECK(t.config.same_kernel(cands[4]));
   CHECK(t.default_name == cands.front().name);
   CHECK(t.default_seconds == 1.0);
@@ -252,8 +259,8 @@ VKF_TEST_CASE("tuner: the fastest correct candidate wins, by a fake timer",
 
   // All slower than the default: the default stays.
   FakeTimer slow(cands, {{0, 0.1}});
-  const TuningFile g = tune::tune_matmuls(*dev, std::span(&p, 1), slow, options);
-  CHECK(g.matmul[0].config.same_kernel(cands.front()));
+  const TuningFile g = tune_one(*dev, p, slow, options);
+  CHECK(g.of<ops::MatmulFamily>()[0].config.same_kernel(cands.front()));
 }
 
 namespace {
@@ -287,8 +294,8 @@ VKF_TEST_CASE("tuner: a winner that is not faster when timed again keeps the def
   tune::TunerOptions options;
   options.max_candidates = 4;
   LuckyTimer timer(cands[2].describe());
-  const TuningFile f = tune::tune_matmuls(*dev, std::span(&p, 1), timer, options);
-  const TunedMatmul& t = f.matmul.at(0);
+  const TuningFile f = tune_one(*dev, p, timer, options);
+  const TunedMatmul& t = f.of<ops::MatmulFamily>().at(0);
   CHECK(t.config.same_kernel(cands.front()));
   CHECK(t.seconds == t.default_seconds);
   REQUIRE(t.rejected.size() == 1);
@@ -299,8 +306,8 @@ VKF_TEST_CASE("tuner: a winner that is not faster when timed again keeps the def
   // Without the confirmation (confirm_rounds 0), the one lucky timing would have won.
   options.confirm_rounds = 0;
   LuckyTimer once(cands[2].describe());
-  const TuningFile g = tune::tune_matmuls(*dev, std::span(&p, 1), once, options);
-  CHECK(g.matmul.at(0).config.same_kernel(cands[2]));
+  const TuningFile g = tune_one(*dev, p, once, options);
+  CHECK(g.of<ops::MatmulFamily>().at(0).config.same_kernel(cands[2]));
 }
 
 VKF_TEST_CASE("tuner: a candidate made wrong on purpose is rejected, saying why",
@@ -319,8 +326,8 @@ VKF_TEST_CASE("tuner: a candidate made wrong on purpose is rejected, saying why"
   options.max_candidates = 6;
   options.sabotage = sabotage;
   FakeTimer timer(cands, {{0, 1.0}, {3, 0.1}, {5, 0.4}});
-  const TuningFile f = tune::tune_matmuls(*dev, std::span(&p, 1), timer, options);
-  const TunedMatmul& t = f.matmul.at(0);
+  const TuningFile f = tune_one(*dev, p, timer, options);
+  const TunedMatmul& t = f.of<ops::MatmulFamily>().at(0);
   CHECK(t.config.same_kernel(cands[5]));
   REQUIRE(t.rejected.size() == 1);
   CHECK(t.rejected[0].first == wrong.describe());
@@ -364,8 +371,8 @@ VKF_TEST_CASE("tuner: with a split-k workspace, the winner's split is timed too"
   tune::TunerOptions options;
   options.max_candidates = 5;  // each search's: five kernels, then the rule and four splits
   SplitTimer timer(" split4");
-  const TuningFile f = tune::tune_matmuls(*dev, std::span(&p, 1), timer, options);
-  const TunedMatmul& t = f.matmul.at(0);
+  const TuningFile f = tune_one(*dev, p, timer, options);
+  const TunedMatmul& t = f.of<ops::MatmulFamily>().at(0);
   REQUIRE(t.config.split_k);
   CHECK(*t.config.split_k == 4);
   CHECK(t.default_seconds == 1.0);
@@ -378,7 +385,7 @@ VKF_TEST_CASE("tuner: with a split-k workspace, the winner's split is timed too"
   // The tuned count is what the engine then runs, and what a caller sizes its workspace by.
   auto tuning = std::make_shared<Tuning>();
   tuning->origin = "test";
-  tuning->matmul[t.shape_class] = t.config;
+  tuning->of<ops::MatmulFamily>()[t.shape_class] = t.config;
   dev->set_tuning(tuning);
   ops::MatmulArgs args;
   args.m = p.m, args.n = p.n, args.k = p.k, args.trans_a = true;
@@ -388,11 +395,11 @@ VKF_TEST_CASE("tuner: with a split-k workspace, the winner's split is timed too"
 
   // Slower splits leave the rule's choice (no split_k in the entry).
   SplitTimer none(" no such configuration");
-  CHECK(!tune::tune_matmuls(*dev, std::span(&p, 1), none, options).matmul.at(0).config.split_k);
+  CHECK(!tune_one(*dev, p, none, options).of<ops::MatmulFamily>().at(0).config.split_k);
   // Without a workspace, nothing split is timed.
   p.workspace = false;
   SplitTimer unsplit(" split4");
-  CHECK(!tune::tune_matmuls(*dev, std::span(&p, 1), unsplit, options).matmul.at(0).config.split_k);
+  CHECK(!tune_one(*dev, p, unsplit, options).of<ops::MatmulFamily>().at(0).config.split_k);
   for (const std::string& c : unsplit.timed) CHECK(c.find("split") == std::string::npos);
 }
 
@@ -412,7 +419,7 @@ VKF_TEST_CASE("tuner: a split made wrong on purpose is rejected", "[shaders][mat
   options.max_candidates = 5;
   options.sabotage = sabotage;
   SplitTimer timer(" split4");
-  const TunedMatmul t = tune::tune_matmuls(*dev, std::span(&p, 1), timer, options).matmul.at(0);
+  const TunedMatmul t = tune_one(*dev, p, timer, options).of<ops::MatmulFamily>().at(0);
   CHECK(t.config.split_k.value_or(0) != 4);
   REQUIRE(t.rejected.size() == 1);
   CHECK(t.rejected[0].first == split.describe());
@@ -443,20 +450,20 @@ TEST_CASE("tuning file: written, read back, and another driver's ignored with a 
   t.seconds = 0.125;
   t.tried = 7;
   t.rejected = {{"wg8 32x64x1 t32x8 direct texel", "wrong at 37x45x29"}};
-  f.matmul.push_back(t);
+  f.of<ops::MatmulFamily>().push_back(t);
   write_tuning_file(path, f);
 
   const TuningFile back = read_tuning_file(path);
-  REQUIRE(back.matmul.size() == 1);
-  CHECK(back.matmul[0].config.same_kernel(t.config));
-  CHECK(back.matmul[0].config.name == "narrow");
-  CHECK(back.matmul[0].shape_class == "f16/atb/m1k/nbig/kbig");
-  CHECK(back.matmul[0].rejected == t.rejected);
-  CHECK(back.matmul[0].seconds == 0.125);
+  REQUIRE(back.of<ops::MatmulFamily>().size() == 1);
+  CHECK(back.of<ops::MatmulFamily>()[0].config.same_kernel(t.config));
+  CHECK(back.of<ops::MatmulFamily>()[0].config.name == "narrow");
+  CHECK(back.of<ops::MatmulFamily>()[0].shape_class == "f16/atb/m1k/nbig/kbig");
+  CHECK(back.of<ops::MatmulFamily>()[0].rejected == t.rejected);
+  CHECK(back.of<ops::MatmulFamily>()[0].seconds == 0.125);
   const TuningLoad ok = load_tuning(path, info);
   REQUIRE(ok.tuning);
   CHECK(ok.note.empty());
-  CHECK(ok.tuning->matmul.at(t.shape_class).same_kernel(t.config));
+  CHECK(ok.tuning->of<ops::MatmulFamily>().at(t.shape_class).same_kernel(t.config));
   CHECK(ok.tuning->origin == path);
 
   // A driver update: the same device, another driver version.
@@ -479,10 +486,10 @@ TEST_CASE("tuning file: written, read back, and another driver's ignored with a 
   // A KHR row's staging buffers travel with it; a file from before them reads as one; a count
   // the kernel has no code for is refused.
   TuningFile staged = f;
-  staged.matmul[0].config = ops::matmul_config("khr_coopmat_2stage");
+  staged.of<ops::MatmulFamily>()[0].config = ops::matmul_config("khr_coopmat_2stage");
   const std::string staged_path = (dir / "staged.json").string();
   write_tuning_file(staged_path, staged);
-  CHECK(read_tuning_file(staged_path).matmul.at(0).config.stages == 2);
+  CHECK(read_tuning_file(staged_path).of<ops::MatmulFamily>().at(0).config.stages == 2);
   auto rewrite = [&](const std::string& from, const std::string& to) {
     std::ifstream in(staged_path);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -492,16 +499,17 @@ TEST_CASE("tuning file: written, read back, and another driver's ignored with a 
     std::ofstream(staged_path) << text;
   };
   rewrite("\"stages\": 2,", "");
-  CHECK(read_tuning_file(staged_path).matmul.at(0).config.stages == 1);
+  CHECK(read_tuning_file(staged_path).of<ops::MatmulFamily>().at(0).config.stages == 1);
   rewrite("\"khr\": true,", "\"khr\": true, \"stages\": 3,");
   CHECK_THROWS_WITH(read_tuning_file(staged_path), Catch::Contains("3 stages"));
 
   // A coopmat2 row is kept as one (its "nv2" key; files from before it have none, and read as
   // the row they name); "nv2" on a row that is not a plain coopmat one is refused.
   TuningFile nv2 = f;
-  nv2.matmul[0].config = ops::matmul_config("nv_coopmat2_256");
+  nv2.of<ops::MatmulFamily>()[0].config = ops::matmul_config("nv_coopmat2_256");
   write_tuning_file(staged_path, nv2);
-  const ops::MatmulConfig nv2_back = read_tuning_file(staged_path).matmul.at(0).config;
+  const ops::MatmulConfig nv2_back =
+      read_tuning_file(staged_path).of<ops::MatmulFamily>().at(0).config;
   CHECK(nv2_back.nv2);
   CHECK(nv2_back.same_kernel(ops::matmul_config("nv_coopmat2_256")));
   rewrite("\"coopmat\": true,", "\"coopmat\": false,");
@@ -510,13 +518,13 @@ TEST_CASE("tuning file: written, read back, and another driver's ignored with a 
   // A tuned split and the workspace it was timed with travel with the entry; files from before
   // split-k have neither (the rule, no workspace); a count the engine never cuts is refused.
   TuningFile split = f;
-  split.matmul[0].shape.workspace = true;
-  split.matmul[0].config.split_k = 6;
+  split.of<ops::MatmulFamily>()[0].shape.workspace = true;
+  split.of<ops::MatmulFamily>()[0].config.split_k = 6;
   write_tuning_file(staged_path, split);
-  const TunedMatmul split_back = read_tuning_file(staged_path).matmul.at(0);
+  const TunedMatmul split_back = read_tuning_file(staged_path).of<ops::MatmulFamily>().at(0);
   CHECK(split_back.shape.workspace);
   CHECK(split_back.config.split_k == 6u);
-  const TunedMatmul plain_back = read_tuning_file(path).matmul.at(0);
+  const TunedMatmul plain_back = read_tuning_file(path).of<ops::MatmulFamily>().at(0);
   CHECK(!plain_back.shape.workspace);
   CHECK(!plain_back.config.split_k);
   rewrite("\"split_k\": 6", "\"split_k\": 17");

@@ -372,7 +372,7 @@ VKF_TEST_CASE("topk runs the tuned configuration of its shape class",
         ops::topk_scratch_bytes(c.rows, c.n, c.k));
   auto tuning = std::make_shared<Tuning>();
   tuning->origin = "test";
-  tuning->topk[ops::topk_shape_class(p)] = {32, 4, false, k_chunks};
+  tuning->of<ops::TopKFamily>()[ops::topk_shape_class(p)] = {32, 4, false, k_chunks};
   dev.set_tuning(tuning);
   ops::TopKChoice choice = ops::choose_topk(dev.info(), dev.tuning(), p);
   CHECK(choice.source == ops::ConfigSource::tuned);
@@ -392,7 +392,7 @@ VKF_TEST_CASE("topk runs the tuned configuration of its shape class",
     }
   }
   // An entry the device cannot run is passed over, with the reason.
-  tuning->topk[ops::topk_shape_class(p)] = {2048, 1, false, k_chunks};
+  tuning->of<ops::TopKFamily>()[ops::topk_shape_class(p)] = {2048, 1, false, k_chunks};
   choice = ops::choose_topk(dev.info(), dev.tuning(), p);
   CHECK(choice.source == ops::ConfigSource::table);
   CHECK_THAT(choice.why, Catch::Contains("passed over: workgroup size 2048"));
