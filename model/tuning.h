@@ -20,6 +20,9 @@ struct TuningChoice {
   std::string use;
   double budget_seconds = 30;
   std::string cache_dir;  // for auto; "": the device's pipeline cache directory
+  // Hears what a user should know on the way, a line at a time (that a first tuning run starts,
+  // the entries a check dropped). vkf::Translator passes it to apply_tuning.
+  std::function<void(const std::string&)> note;
 
   // Throws vkf::Error when auto's budget is not a positive number of seconds up to a week (the
   // tuner's deadline arithmetic must not overflow).

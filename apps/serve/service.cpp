@@ -14,7 +14,9 @@ bool Ticket::wait_for(std::chrono::milliseconds timeout) {
 TranslationService::TranslationService(Device& device, const ServiceOptions& options)
     : device_(device),
       options_(options),
-      translator_(std::make_unique<Translator>(device, options.model, options.translator)) {
+      translator_(std::make_unique<Translator>(device, options.model, options.translator)),
+      tuning_(translator_->tuning()) {
+  options_.translator.tuning.use.clear();  // a reload keeps the device's tuning
   session_.emplace(translator_->open_session());
   checkpoint_ = translator_->checkpoint();
   worker_ = std::thread([this] { run(); });

@@ -58,7 +58,9 @@ struct ServiceStats {
 
 class TranslationService {
  public:
-  // Loads the model (throws vkf::Error when it cannot) and starts the worker.
+  // Loads the model (throws vkf::Error when it cannot) and starts the worker. The first
+  // translator applies options.translator.tuning to the device before it records its decoder;
+  // a reload leaves the device's tuning as it is.
   TranslationService(Device& device, const ServiceOptions& options);
   ~TranslationService();  // finishes every accepted request, then stops the worker
 
@@ -76,6 +78,8 @@ class TranslationService {
   ServiceStats stats() const;
   std::string checkpoint() const;
   bool healthy() const;
+  // What the tuning choice did: "tuned (FILE)", "default (why)", "as set on the device".
+  const std::string& tuning() const { return tuning_; }
 
  private:
   struct Reload {
@@ -92,6 +96,7 @@ class TranslationService {
   Device& device_;
   ServiceOptions options_;
   std::unique_ptr<Translator> translator_;
+  std::string tuning_;
   std::optional<BatchSession> session_;
   std::map<BatchSession::Id, std::shared_ptr<Ticket>> open_;  // worker thread only
   // Output tokens and counts of the sessions reloaded away (worker thread only).

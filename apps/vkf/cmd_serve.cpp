@@ -21,7 +21,6 @@
 #include "apps/vkf/command.h"
 #include "apps/vkf/tuning_choice.h"
 #include "engine/engine.h"
-#include "model/loaded_model.h"
 
 namespace vkf::app {
 namespace {
@@ -69,21 +68,16 @@ int run(ServeArgs args) {
 
   auto instance = std::make_shared<Instance>(tool::instance_options());
   auto dev = Device::create(instance, tool::device_options({.selector = args.device}));
-  if (args.tune != "off") {  // the same kernels as `vkf translate` with the same --tune
-    const auto m = model::load_model(args.model, args.vocab);
-    const model::Precision precision =
-        model::resolve_precision(args.translator.precision, dev->info());
-    apply_tuning(*dev, args.tune,
-                 model::model_op_problems(
-                     m.checkpoint.config,
-                     model::decoding_work(args.translator.beam, args.translator.batch_size,
-                                          model::activation_dtype(precision)),
-                     dev->info()),
-                 "vkf serve");
-  }
+  // The same kernels as `vkf translate` with the same --tune: the service's translator applies
+  // the choice to the device over the problems it runs, before it records its decoder.
+  args.translator.tuning = tuning_choice(args.tune);
+  args.translator.tuning.note = [](const std::string& line) {
+    std::fprintf(stderr, "vkf serve: %s\n", line.c_str());
+  };
   serve::ServiceOptions so{args.model, args.translator, args.queue_limit,
                            std::chrono::microseconds(int64_t(args.batch_window_ms * 1000))};
   serve::TranslationService service(*dev, so);
+  std::fprintf(stderr, "vkf serve: kernels %s\n", service.tuning().c_str());
   serve::Metrics metrics;
   serve::HttpFrontend frontend(service, metrics, args.http);
   const int port = frontend.bind();

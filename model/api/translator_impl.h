@@ -33,7 +33,8 @@ struct Translator::Impl {
             model::model_op_problems(model.checkpoint.config,
                                      model::decoding_work(options.beam, options.batch_size,
                                                           model::activation_dtype(precision)),
-                                     dev.info()))),
+                                     dev.info()),
+            options.tuning.note)),
         weights(dev, model.checkpoint.config, 0, precision),
         translator(dev, weights, decode_options(options)) {
     weights.upload_checked(model.checkpoint.params, model.path);

@@ -46,6 +46,9 @@ def case_api(vkf, model, work):
     try:
         status, _, body = s.request("GET", "/health")
         check(status == 200 and json.loads(body)["status"] == "ready", "GET /health: ready")
+        # The service's translator applied --tune (VKF_TUNE=off in the tests) and said so.
+        check("vkf serve: kernels default (--tune off)" in s.text(),
+              "the log says which kernels run, as vkf translate's does")
         status, _, body = s.request("GET", "/languages")
         langs = json.loads(body)
         check(status == 200 and langs[0]["code"] == "en" and langs[0]["targets"] == ["de"],
