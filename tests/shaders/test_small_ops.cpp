@@ -209,11 +209,11 @@ const ops::TopKConfig k_topk_configs[] = {{32, 4, true, k_chunks},  {32, 4, fals
                                           {1, 1, false, k_rows},    {4, 1, false, k_rows},
                                           {64, 1, false, k_rows},   {256, 1, false, k_rows}};
 
-// Whether `cfg` can run k on the test device (the rows path: k <= 32, subgroup arithmetic).
-bool topk_runs(const ops::TopKConfig& cfg, uint32_t k) {
-  if (cfg.path == k_rows)
-    return k <= ops::k_topk_rows_max_k && test::device().info().subgroup_arithmetic;
-  return 2 * k <= cfg.workgroup_size * cfg.per_thread;
+// Whether `cfg` can run a problem on the test device, as the op judges it (the rows path: k <=
+// 32 and subgroup arithmetic; a chunk: 2k entries, within the device's shared memory and
+// workgroup size, which a profile may restrict: scripts/test-profiles).
+bool topk_runs(const ops::TopKConfig& cfg, const ops::TopKProblem& p) {
+  return ops::topk_config_misfit(test::device().info(), cfg, p).empty();
 }
 
 struct TopKShape {
@@ -234,7 +234,7 @@ void check_topk(const std::vector<TopKShape>& shapes, DType t, bool log_softmax)
   for (const TopKShape& s : shapes) {
     const std::vector<float> x = topk_values(s);
     for (const auto& cfg : k_topk_configs) {
-      if (!topk_runs(cfg, s.k)) continue;
+      if (!topk_runs(cfg, {t, s.rows, s.n, s.k})) continue;
       const ref::TopKCase c{s.rows, s.n, s.k, t, cfg, log_softmax};
       INFO(c.describe());
       const ref::TopKRun run(test::device(), c, x);
@@ -282,7 +282,7 @@ VKF_TEST_CASE("topk of f16 values agrees with f32 on the same inputs",
   const TopKShape s{3, 20000, 16, k_rounded};
   const std::vector<float> x = topk_values(s);
   for (const auto& cfg : k_topk_configs) {
-    if (!topk_runs(cfg, s.k)) continue;
+    if (!topk_runs(cfg, {DType::f16, s.rows, s.n, s.k})) continue;
     ref::TopKOutputs got[2];
     for (int i = 0; i < 2; ++i) {
       const ref::TopKCase c{s.rows, s.n, s.k, i == 0 ? DType::f16 : DType::f32, cfg};
@@ -368,8 +368,9 @@ VKF_TEST_CASE("topk runs the tuned configuration of its shape class",
   const ops::TopKProblem p{DType::f32, c.rows, c.n, c.k};
   CHECK(ops::topk_shape_class(p) == "f32/r8/v4k/k8");
   CHECK(ops::choose_topk(dev.info(), nullptr, p).source == ops::ConfigSource::table);
+  // The default's chunk (smaller where the device's shared memory is: a profile's 16 KiB).
   CHECK(ops::topk_scratch_bytes(dev, DType::f32, c.rows, c.n, c.k) ==
-        ops::topk_scratch_bytes(c.rows, c.n, c.k));
+        ops::topk_scratch_bytes(c.rows, c.n, c.k, ops::choose_topk(dev.info(), nullptr, p).config));
   auto tuning = std::make_shared<Tuning>();
   tuning->origin = "test";
   tuning->of<ops::TopKFamily>()[ops::topk_shape_class(p)] = {32, 4, false, k_chunks};
