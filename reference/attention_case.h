@@ -2,11 +2,11 @@
 // One attention problem as every caller that checks ops::attention_forward and
 // ops::attention_backward against the double-precision reference poses it: the shader tests
 // (tests/shaders/test_attention.cpp), `vkf bench`'s attention rows
-// (apps/vkf/bench/rows_attention.cpp) and the tuner's correctness guard (tune/attention_family.cpp).
-// Written once so that they cannot drift apart: an AttentionRun holds q, k, v and dO as their
-// storage type holds them, the masks and the step scalars on the device, poisons every output
-// (O, LSE, dQ, dK, dV and the delta workspace) with NaN, and compares what the kernels wrote
-// with reference/attention's results, over every head or over the heads asked for.
+// (apps/vkf/bench/rows_attention.cpp) and the tuner's correctness guard
+// (tune/attention_family.cpp). Written once so that they cannot drift apart: an AttentionRun holds
+// q, k, v and dO as their storage type holds them, the masks and the step scalars on the device,
+// poisons every output (O, LSE, dQ, dK, dV and the delta workspace) with NaN, and compares what the
+// kernels wrote with reference/attention's results, over every head or over the heads asked for.
 #include <cstdint>
 #include <random>
 #include <string>

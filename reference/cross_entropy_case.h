@@ -2,8 +2,8 @@
 // One cross-entropy problem as every caller that checks ops::cross_entropy (and
 // ops::cross_entropy_total) against the double-precision reference poses it: the shader tests
 // (tests/shaders/test_loss.cpp), `vkf bench`'s row and the tuner's correctness guard
-// (tune/cross_entropy_family.cpp). Written once so that they cannot drift apart: a CrossEntropyRun holds
-// the logits as their storage type holds them and the targets (padding rows and a target
+// (tune/cross_entropy_family.cpp). Written once so that they cannot drift apart: a CrossEntropyRun
+// holds the logits as their storage type holds them and the targets (padding rows and a target
 // outside the vocabulary among them, unless the caller gives its own), poisons every output
 // (row loss, row log p, the gradient, the totals) with NaN, records the loss with its gradient
 // (apart, in place, or none) and compares what was written with reference/loss's results.

@@ -2,8 +2,8 @@
 // One LayerNorm problem as every caller that checks ops::layer_norm_forward and
 // ops::layer_norm_backward against the double-precision reference poses it: the shader tests
 // (tests/shaders/test_layer_norm.cpp), `vkf bench`'s rows and the tuner's correctness guard
-// (tune/layer_norm_family.cpp). Written once so that they cannot drift apart: a LayerNormRun holds x, s
-// and dy as their storage type holds them, gamma and beta in fp32, poisons every output (y, h,
+// (tune/layer_norm_family.cpp). Written once so that they cannot drift apart: a LayerNormRun holds
+// x, s and dy as their storage type holds them, gamma and beta in fp32, poisons every output (y, h,
 // mean, rstd, dx, ds, dgamma, dbeta and the backward's scratch) with NaN unless the backward
 // accumulates into it, records the forward then the backward, and compares what they wrote with
 // reference/layer_norm's results.

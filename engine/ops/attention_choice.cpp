@@ -152,9 +152,12 @@ AttentionProblem AttentionFamily::problem_of(const nlohmann::json& j) {
 }
 
 nlohmann::json AttentionFamily::config_json(const Config& t) {
-  return {
-      {"path", path_name(t.path)}, {"workgroup", t.workgroup}, {"block_q", t.block_q},
-      {"block_k", t.block_k},      {"rows", t.rows},           {"unroll", unroll_json_name(t.unroll)}};
+  return {{"path", path_name(t.path)},
+          {"workgroup", t.workgroup},
+          {"block_q", t.block_q},
+          {"block_k", t.block_k},
+          {"rows", t.rows},
+          {"unroll", unroll_json_name(t.unroll)}};
 }
 
 AttentionTiles AttentionFamily::config_of(const nlohmann::json& j) {
