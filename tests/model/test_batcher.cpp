@@ -2,11 +2,18 @@
 // resume at a position, and the token conventions of docs/design.md.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <numeric>
+#include <span>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "engine/error.h"
 #include "model/data/batcher.h"
+#include "tests/support/temp_dir.h"
 
 using namespace vkf;
 using namespace vkf::model;
@@ -217,4 +224,61 @@ TEST_CASE("batcher rejects examples and budgets it cannot batch", "[model][data]
   Batcher none(empty, {}, {});
   CHECK(none.batches_per_epoch() == 0);
   CHECK_THROWS_AS(BatchStream(none, {}), Error);
+}
+
+// The training anchor (bench/train-anchor) compares whole runs with PyTorch on "the same
+// batches in the same order": bench/torch_train_recipe.py writes the batcher again in Python,
+// SplitMix64 shuffle included. Its plan must be this one, example for example.
+TEST_CASE("the PyTorch training anchor plans the batches vkf's batcher plans",
+          "[model][data][batcher]") {
+  const char* python_env = std::getenv("VKF_PYTHON");
+  const std::string python = python_env && *python_env ? python_env : "python3";
+  if (std::system((python + " -c '' >/dev/null 2>&1").c_str()) != 0) {
+    WARN("no python3: skipped");
+    return;
+  }
+  auto store = random_store(1500, 120, 11);
+  const auto dir = test::temp_dir("batcher-anchor");
+  {
+    std::ofstream src(dir / "src.ids"), tgt(dir / "tgt.ids");
+    auto line = [](std::ofstream& out, std::span<const int32_t> ids) {
+      for (size_t k = 0; k < ids.size(); ++k) out << (k ? " " : "") << ids[k];
+      out << '\n';
+    };
+    for (size_t i = 0; i < store.size(); ++i) {
+      line(src, store.source(i));
+      line(tgt, store.target(i));
+    }
+  }
+  const BatcherOptions options{.max_tokens = 1024, .max_len = 128, .seed = 5};
+  const std::string cmd = python + " " VKF_SOURCE_DIR "/bench/torch_train_recipe.py --plan 2 " +
+                          "--max-tokens 1024 --max-len 128 --seed 5 --source " +
+                          (dir / "src.ids").string() + " --target " + (dir / "tgt.ids").string() +
+                          " >" + (dir / "plan.txt").string();
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream plan_file(dir / "plan.txt");
+  Batcher batcher(store, {}, options);
+  size_t lines = 0;
+  for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+    auto plan = batcher.plan(epoch);
+    for (size_t b = 0; b < plan.size(); ++b) {
+      std::string text;
+      REQUIRE(std::getline(plan_file, text));
+      ++lines;
+      std::istringstream in(text);
+      uint64_t their_epoch = 0;
+      int src_len = 0, tgt_len = 0;
+      in >> their_epoch >> src_len >> tgt_len;
+      std::vector<uint32_t> theirs{std::istream_iterator<uint32_t>(in), {}};
+      auto ours = plan.examples(b);
+      INFO("epoch " << epoch << " batch " << b);
+      CHECK(their_epoch == epoch);
+      CHECK(src_len == plan.shape(b).src_len);
+      CHECK(tgt_len == plan.shape(b).tgt_len);
+      CHECK(theirs == std::vector<uint32_t>(ours.begin(), ours.end()));
+    }
+  }
+  std::string extra;
+  CHECK_FALSE(std::getline(plan_file, extra));
+  CHECK(lines > 20);  // several buckets and partial batches, not a trivial plan
 }
