@@ -7,20 +7,20 @@ SplitMix64 shuffle of each epoch from the seed, so the steps see the same shapes
 order), the same model (post-LN nn.Transformer without final norms, shared embeddings scaled by
 sqrt(d_model) and tied to the output projection, sinusoidal positions, padding masked), loss
 (label smoothing, padding ignored) and optimiser (Adam(0.9, 0.98, 1e-9) with the paper's
-inverse-square-root warm-up). Dropout as the preset.
+inverse-square-root warm-up). Dropout as the preset, on the residuals and embeddings only.
 
   torch_train_recipe.py --source SRC.ids --target TGT.ids [--preset tiny] [--max-tokens 2048]
                         [--steps 300] [--warmup-steps 400] [--lr 0.5] [--seed 1] [--threads 0]
 
---plan EPOCHS prints the batches instead (no torch needed). Otherwise prints one JSON object: the pairs kept and batches an epoch (the anchor script checks both against
-vkf train's log), and for each thread count the seconds a step over the whole run (first step
+--plan EPOCHS prints the batches instead (no torch needed). Otherwise prints one JSON object: the
+pairs kept and batches an epoch (the anchor script checks both against vkf train's log), and for
+each thread count the seconds a step over the whole run (first step
 included, as a user waits for it), the steady seconds a step after the first logged interval, and
 the training loss of the last interval. --threads 0 runs one thread and every core, each from a
 fresh model; the faster counts.
 """
 import argparse
 import json
-import math
 import os
 import sys
 import time
