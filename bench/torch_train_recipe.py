@@ -14,9 +14,9 @@ inverse-square-root warm-up). Dropout as the preset, on the residuals and embedd
 
 --plan EPOCHS prints the batches instead (no torch needed). Otherwise prints one JSON object: the
 pairs kept and batches an epoch (the anchor script checks both against vkf train's log), and for
-each thread count the seconds a step over the whole run (first step
-included, as a user waits for it), the steady seconds a step after the first logged interval, and
-the training loss of the last interval. --threads 0 runs one thread and every core, each from a
+each thread count the seconds a step over the whole run (first step included, as a user waits for
+it), the steady seconds a step after the first logged interval, and the training loss of the last
+interval. --threads 0 runs one thread and every core, each from a
 fresh model; the faster counts.
 """
 import argparse
@@ -194,7 +194,10 @@ def run(a, batcher, vocab, log_every=10):
         if step % log_every == 0:
             marks.append(time.perf_counter())
     total = time.perf_counter() - t0
-    steady = (marks[-1] - marks[0]) / (log_every * (len(marks) - 1)) if len(marks) > 1 else total / a.steps
+    if len(marks) > 1:
+        steady = (marks[-1] - marks[0]) / (log_every * (len(marks) - 1))
+    else:  # a run of one interval has no steady part
+        steady = total / a.steps
     last = losses[-log_every:]
     return {"seconds_per_step": total / a.steps, "steady_seconds_per_step": steady,
             "last_interval_loss": sum(last) / len(last)}
